@@ -1,0 +1,42 @@
+# persona-drift: `make demo` runs the main job on the embedded stack; `make test` runs the whole suite.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: demo test lint typecheck unit bench schemas clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.embedded: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[embedded]'
+	touch $@
+
+$(VENV)/.dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[embedded,dev]'
+	touch $@ $(VENV)/.embedded
+
+demo: $(VENV)/.embedded
+	$(BIN)/drift demo
+
+test: $(VENV)/.dev lint typecheck
+	$(BIN)/pytest -q
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.dev
+	$(BIN)/mypy
+
+unit: $(VENV)/.dev
+	$(BIN)/pytest -q -m "not e2e"
+
+bench: $(VENV)/.dev
+	$(BIN)/python -m ops.bench
+
+schemas: $(VENV)/.dev
+	$(BIN)/python -m ops.schemas
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

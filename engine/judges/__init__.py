@@ -1,0 +1,1 @@
+"""Judges: adapters that answer :class:`engine.judges.base.JudgeRequest`."""

@@ -1,0 +1,132 @@
+"""One frozen settings object, built once at the entry point from ``DRIFT_*`` variables and flags, passed down.
+
+Secrets (the Anthropic key, the SASL password) are read from the environment only and are excluded from
+``repr`` and from :meth:`Settings.public`, so they never reach logs or stats.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from engine.errors import ConfigurationError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BUNDLED_PROPOSITIONS = REPO_ROOT / "propositions"
+DEFAULT_KAFKA_PORT = 9092
+DEFAULT_PG_PORT = 5432
+DEFAULT_DATA_DIR = Path(os.environ.get("XDG_STATE_HOME", str(Path.home() / ".local" / "state"))) / "persona-drift"
+DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+@dataclass(frozen=True)
+class Settings:
+    broker: str = f"127.0.0.1:{DEFAULT_KAFKA_PORT}"
+    database_url: str = ""  # empty: the embedded database of `drift up` (see data_dir)
+    topic_prefix: str = "drift."
+    data_dir: Path = DEFAULT_DATA_DIR
+    propositions_dir: Path = BUNDLED_PROPOSITIONS
+    judge: str = ""  # empty: anthropic when ANTHROPIC_API_KEY is set, else offline
+    anthropic_model: str = DEFAULT_ANTHROPIC_MODEL
+    anthropic_base_url: str | None = None
+    openai_base_url: str = "http://127.0.0.1:8000/v1"
+    openai_model: str = "local"
+    judge_deadline_s: float = 5.0
+    judge_concurrency: int = 64
+    step_deadline_s: float = 10.0
+    fetch_max_wait_ms: int = 10
+    web_host: str = "127.0.0.1"
+    web_port: int = 6066
+    eval_window_s: float = 3600.0
+    eval_threshold: int = 50
+    eval_cron: str = "0 3 * * *"
+    kafka_security_protocol: str = "PLAINTEXT"
+    kafka_sasl_mechanism: str | None = None
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: str | None = field(default=None, repr=False)
+    kafka_ca_file: str | None = None
+    anthropic_api_key: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.kafka_security_protocol not in SECURITY_PROTOCOLS:
+            raise ConfigurationError(
+                f"DRIFT_KAFKA_SECURITY_PROTOCOL must be one of {', '.join(SECURITY_PROTOCOLS)}, "
+                f"not {self.kafka_security_protocol!r}"
+            )
+        if self.kafka_sasl_mechanism is not None and self.kafka_sasl_mechanism not in SASL_MECHANISMS:
+            raise ConfigurationError(
+                f"DRIFT_KAFKA_SASL_MECHANISM must be one of {', '.join(SASL_MECHANISMS)}, "
+                f"not {self.kafka_sasl_mechanism!r}"
+            )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Settings from ``DRIFT_<FIELD>`` variables, then ``overrides`` (CLI flags; None means unset)."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name == "anthropic_api_key":
+                raw = env.get("ANTHROPIC_API_KEY")
+            else:
+                raw = env.get(f"DRIFT_{f.name.upper()}")
+            if raw is not None and raw != "":
+                values[f.name] = _coerce(f.name, raw, cls.__dataclass_fields__[f.name].default)
+        if "database_url" not in values and env.get("DATABASE_URL"):
+            values["database_url"] = env["DATABASE_URL"]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def with_(self, **changes: Any) -> Settings:
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def topic(self, name: str) -> str:
+        return f"{self.topic_prefix}{name}"
+
+    def public(self) -> dict[str, Any]:
+        """The settings with every secret replaced by a marker: safe to print and log."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in {"kafka_sasl_password", "anthropic_api_key"}:
+                value = "***" if value else None
+            elif f.name == "database_url":
+                value = redact_url(str(value))
+            out[f.name] = str(value) if isinstance(value, Path) else value
+        return out
+
+    def effective_judge(self) -> str:
+        if self.judge:
+            return self.judge
+        return "anthropic" if self.anthropic_api_key else "offline"
+
+
+def redact_url(url: str) -> str:
+    """Hide the password in ``scheme://user:password@host/...``."""
+    if "://" not in url or "@" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}" if ":" in creds else url
+
+
+def _coerce(name: str, raw: str, default: Any) -> Any:
+    try:
+        if isinstance(default, bool):
+            if raw.lower() not in {"1", "0", "true", "false", "yes", "no"}:
+                raise ValueError(raw)
+            return raw.lower() in {"1", "true", "yes"}
+        if isinstance(default, int):
+            return int(raw)
+        if isinstance(default, float):
+            return float(raw)
+        if isinstance(default, Path):
+            return Path(raw)
+    except ValueError:
+        raise ConfigurationError(f"DRIFT_{name.upper()}: cannot read {raw!r} as {type(default).__name__}") from None
+    return raw

@@ -1,0 +1,59 @@
+"""The ``drift`` command line: one entry point, one sub-command module per concern.
+
+Command modules import only typer at module level; heavy imports (faust, asyncpg, anthropic) happen inside
+the command functions so ``drift --help`` stays fast. A :class:`engine.errors.DriftError` ends the command
+with its message on one line (no traceback) and exit code 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from engine.errors import DriftError
+
+app = typer.Typer(
+    name="drift",
+    help="persona-drift: gate, evaluate and regression-test the personas of multi-agent LLM systems.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+#: (module under streams.cli, command group name or None for top-level commands)
+_COMMAND_MODULES: tuple[tuple[str, str | None], ...] = (
+    ("propositions", "propositions"),
+    ("demo", None),
+)
+
+
+def _register() -> None:
+    for module_name, group in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"streams.cli.{module_name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"streams.cli.{module_name}":
+                raise
+            continue
+        sub: typer.Typer = module.app
+        if group is None:
+            app.registered_commands.extend(sub.registered_commands)
+        else:
+            app.add_typer(sub, name=group)
+
+
+_register()
+
+
+def main() -> None:
+    """Console entry point."""
+    try:
+        app()
+    except DriftError as exc:
+        for line in str(exc).splitlines() or [type(exc).__name__]:
+            print(f"drift: {line}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
