@@ -1,0 +1,195 @@
+"""Reading YAML while keeping the line of every key and list item, so errors can say ``FILE:LINE``.
+
+:class:`LineRecordingLoader` is a :class:`yaml.SafeLoader` subclass: it composes the node graph as usual and
+then builds plain Python values itself, recording the 1-based line of each node under its field path
+(``("propositions", 2, "weight")``). Anything wrong with the text itself (syntax, tabs, bad tags, duplicate or
+non-string keys, recursive aliases, excessive nesting or alias expansion) becomes a :class:`FileIssue`;
+reading never raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.errors import FileIssue
+
+#: A location inside a document: mapping keys and list indexes from the root.
+FieldPath = tuple[str | int, ...]
+
+#: Deeper documents are rejected (proposition files are three levels deep).
+MAX_DEPTH = 50
+#: At most this many nodes are built; guards against alias "billion laughs" expansion.
+MAX_NODES = 100_000
+
+
+def dotted(path: FieldPath) -> str:
+    """``("propositions", 2, "weight")`` -> ``"propositions.2.weight"``."""
+    return ".".join(str(part) for part in path)
+
+
+@dataclass(frozen=True)
+class Document:
+    """A parsed YAML file: its data, the line of every field path, and the problems found while reading."""
+
+    file: str
+    data: Any
+    lines: Mapping[FieldPath, int] = field(default_factory=dict)
+    issues: tuple[FileIssue, ...] = ()
+
+    def line_of(self, path: FieldPath) -> int:
+        """The line of ``path``, or of its closest recorded ancestor (the parent mapping of a missing key)."""
+        for end in range(len(path), -1, -1):
+            line = self.lines.get(path[:end])
+            if line is not None:
+                return line
+        return 1
+
+    def issue(self, path: FieldPath, message: str) -> FileIssue:
+        return FileIssue(self.file, self.line_of(path), dotted(path), message)
+
+
+class _TooLarge(Exception):
+    """Raised internally when a document expands to more than MAX_NODES nodes."""
+
+
+class LineRecordingLoader(yaml.SafeLoader):
+    """A SafeLoader that builds values node by node and remembers where each one came from."""
+
+    def __init__(self, stream: str, file: str) -> None:
+        super().__init__(stream)
+        self.file = file
+        self.lines: dict[FieldPath, int] = {}
+        self.problems: list[FileIssue] = []
+        self._budget = MAX_NODES
+        self._merged: dict[int, int] = {}
+
+    def load_document(self) -> Any:
+        """Compose the single document and build it; None for an empty document."""
+        node = self.get_single_node()
+        if node is None:
+            return None
+        self.lines[()] = node.start_mark.line + 1
+        return self._build(node, (), frozenset())
+
+    def _problem(self, node: yaml.Node, path: FieldPath, message: str) -> None:
+        self.problems.append(FileIssue(self.file, node.start_mark.line + 1, dotted(path), message))
+
+    def _build(self, node: yaml.Node, path: FieldPath, active: frozenset[int]) -> Any:
+        self._budget -= 1
+        if self._budget < 0:
+            raise _TooLarge
+        if id(node) in active:
+            self._problem(node, path, "an alias refers to the structure that contains it (recursive alias)")
+            return None
+        if len(path) > MAX_DEPTH:
+            self._problem(node, path, f"nested more than {MAX_DEPTH} levels deep")
+            return None
+        if isinstance(node, yaml.SequenceNode):
+            return self._build_sequence(node, path, active | {id(node)})
+        if isinstance(node, yaml.MappingNode):
+            return self._build_mapping(node, path, active | {id(node)})
+        return self._build_scalar(node, path)
+
+    def _build_scalar(self, node: yaml.Node, path: FieldPath) -> Any:
+        try:
+            return self.construct_object(node)
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
+            self._problem(node, path, f"cannot read this value: {_first_line(exc)}")
+            return None
+
+    def _build_sequence(self, node: yaml.SequenceNode, path: FieldPath, active: frozenset[int]) -> list[Any]:
+        items: list[Any] = []
+        for index, child in enumerate(node.value):
+            self.lines[(*path, index)] = child.start_mark.line + 1
+            items.append(self._build(child, (*path, index), active))
+        return items
+
+    def _build_mapping(
+        self, node: yaml.MappingNode, path: FieldPath, active: frozenset[int]
+    ) -> dict[str, Any]:
+        merged = self._merge_keys(node)
+        out: dict[str, Any] = {}
+        own: set[str] = set()
+        for position, (key_node, value_node) in enumerate(node.value):
+            key = self._mapping_key(key_node, path)
+            if key is None:
+                continue
+            key_path = (*path, key)
+            if position >= merged:  # keys written here; merged-in keys may be overridden silently
+                if key in own:
+                    first = self.lines.get(key_path, 0)
+                    self._problem(key_node, key_path, f"duplicate key '{key}' (first set on line {first})")
+                    continue
+                own.add(key)
+            self.lines[key_path] = key_node.start_mark.line + 1
+            out[key] = self._build(value_node, key_path, active)
+        return out
+
+    def _merge_keys(self, node: yaml.MappingNode) -> int:
+        """Resolve ``<<`` merge keys in place; return how many leading entries came from merges."""
+        if id(node) not in self._merged:
+            own = sum(1 for key, _ in node.value if key.tag != "tag:yaml.org,2002:merge")
+            self.flatten_mapping(node)
+            self._merged[id(node)] = len(node.value) - own
+        return self._merged[id(node)]
+
+    def _mapping_key(self, key_node: yaml.Node, path: FieldPath) -> str | None:
+        if not isinstance(key_node, yaml.ScalarNode):
+            self._problem(key_node, path, "a key must be a plain string, not a list or mapping")
+            return None
+        key = self._build_scalar(key_node, path)
+        if not isinstance(key, str):
+            self._problem(key_node, path, f"key {key_node.value!r} must be a string (quote it)")
+            return None
+        return key
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:200]
+
+
+def parse_yaml(text: str, file: str) -> Document:
+    """Parse ``text`` into a :class:`Document`; syntax problems end up in ``issues``, never raised."""
+    loader = LineRecordingLoader(text, file)
+    try:
+        data = loader.load_document()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        message = exc.problem or exc.context or "invalid YAML"
+        return Document(file, None, issues=(FileIssue(file, line, "", f"YAML syntax error: {message}"),))
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        return Document(
+            file, None, issues=(FileIssue(file, line, "", f"unreadable character: {exc.reason}"),)
+        )
+    except (yaml.YAMLError, RecursionError) as exc:
+        message = "nested too deeply" if isinstance(exc, RecursionError) else _first_line(exc)
+        return Document(file, None, issues=(FileIssue(file, 1, "", f"YAML error: {message}"),))
+    except _TooLarge:
+        message = f"the document expands to more than {MAX_NODES} values (aliases?)"
+        return Document(file, None, issues=(FileIssue(file, 1, "", message),))
+    finally:
+        loader.dispose()
+    return Document(file, data, dict(loader.lines), tuple(loader.problems))
+
+
+def read_yaml(path: Path) -> Document:
+    """Read and parse a YAML file. Unreadable files and non-UTF-8 content are issues, not exceptions."""
+    file = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return Document(file, None, issues=(FileIssue(file, 1, "", f"cannot read file: {exc.strerror}"),))
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        return Document(file, None, issues=(FileIssue(file, line, "", "the file is not valid UTF-8 text"),))
+    return parse_yaml(text, file)
