@@ -1,0 +1,1 @@
+"""Test doubles for the network services persona-drift talks to."""
