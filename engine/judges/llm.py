@@ -1,0 +1,204 @@
+"""The call policy shared by all LLM judges: deadline, concurrency cap, retries, one repair, double check.
+
+A concrete judge only implements :meth:`LlmJudge._send`, which sends the rendered prompt plus any follow-up
+turns and returns the reply text with its token usage. It raises :class:`TransientCallError` for failures
+worth retrying (rate limits, overload, 5xx, connection errors) and :class:`~engine.errors.JudgeError` for
+the rest. Everything else is decided here, once:
+
+* the whole evaluation (waiting for a concurrency slot, every retry, the repair and double-check turns) runs
+  under one deadline; passing it raises :class:`~engine.errors.JudgeTimeout`;
+* transient failures are retried with jittered exponential backoff (honouring ``retry-after`` up to the
+  backoff cap) at most ``max_attempts`` times per turn;
+* an answer that fails strict parsing gets one repair turn (the bad reply goes back as the assistant turn,
+  followed by :func:`engine.prompts.repair_turn`); a second failure raises
+  :class:`~engine.errors.JudgeOutputError`. Each answering turn (first answer, double check) has its own
+  single repair;
+* ``double_check`` adds a turn with :func:`engine.prompts.double_check_turn`; its answers replace the first
+  ones, which are kept as ``first_value``;
+* usage is summed over every completed call; ``calls`` counts completed calls (failed attempts cost nothing).
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from engine.errors import JudgeError, JudgeOutputError, JudgeTimeout
+from engine.judges.base import ClaimAnswer, JudgeRequest, JudgeResult
+from engine.judges.parsing import parse_answers
+from engine.models import TokenUsage
+from engine.prompts import Prompt, build_prompt, double_check_turn, repair_turn
+
+log = logging.getLogger(__name__)
+
+Role = Literal["user", "assistant"]
+Turn = tuple[Role, str]
+
+
+class TransientCallError(JudgeError):
+    """A failure worth retrying; ``retry_after`` is the server's hint in seconds, if any."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        self.reason = reason
+        self.retry_after = retry_after
+        super().__init__(reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    text: str
+    usage: TokenUsage
+
+
+@dataclass(frozen=True, slots=True)
+class CallPolicy:
+    """Deadline (seconds, whole evaluation), concurrency cap and retry schedule of an LLM judge."""
+
+    deadline_s: float = 5.0
+    concurrency: int = 64
+    max_attempts: int = 6
+    backoff_base_s: float = 0.05
+    backoff_max_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.deadline_s <= 0 or self.concurrency < 1 or self.max_attempts < 1:
+            raise JudgeError(
+                "a judge needs deadline_s > 0, concurrency >= 1 and max_attempts >= 1, got "
+                f"{self.deadline_s}, {self.concurrency} and {self.max_attempts}"
+            )
+
+
+@dataclass
+class _Tally:
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    calls: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    turns: tuple[Turn, ...]  # follow-up turns up to and including the valid reply
+    answers: tuple[ClaimAnswer, ...]
+
+
+class LlmJudge(abc.ABC):
+    """Base class of the judges that ask a language model. Subclasses implement :meth:`_send`."""
+
+    def __init__(self, name: str, policy: CallPolicy, *, rng: random.Random | None = None) -> None:
+        self._name = name
+        self._policy = policy
+        self._slots = asyncio.Semaphore(policy.concurrency)
+        self._rng = rng or random.Random()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def policy(self) -> CallPolicy:
+        return self._policy
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self._name!r}, deadline_s={self._policy.deadline_s})"
+
+    @abc.abstractmethod
+    async def _send(self, prompt: Prompt, followups: Sequence[Turn]) -> Reply:
+        """One model call: the prompt, then ``followups`` alternating assistant/user turns."""
+
+    @abc.abstractmethod
+    async def aclose(self) -> None:
+        """Release the HTTP client."""
+
+    async def __aenter__(self) -> LlmJudge:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def evaluate(self, request: JudgeRequest) -> JudgeResult:
+        prompt = build_prompt(request)
+        tally = _Tally()
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(self._policy.deadline_s):
+                async with self._slots:
+                    answers = await self._answer(request, prompt, tally)
+        except TimeoutError:
+            raise JudgeTimeout(f"{self._name}: no answer within {self._policy.deadline_s:g} s") from None
+        return JudgeResult(
+            answers=answers,
+            judge=self._name,
+            usage=tally.usage,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            calls=tally.calls,
+            prompt_chars=len(prompt.full_text()),
+            cacheable_prefix_chars=prompt.cacheable_chars(),
+        )
+
+    async def _answer(self, request: JudgeRequest, prompt: Prompt, tally: _Tally) -> tuple[ClaimAnswer, ...]:
+        first = await self._ask_valid(request, prompt, (), tally)
+        if not request.double_check:
+            return first.answers
+        turns = (*first.turns, ("user", double_check_turn()))
+        second = await self._ask_valid(request, prompt, turns, tally)
+        return tuple(
+            replace(new, first_value=old.value)
+            for new, old in zip(second.answers, first.answers, strict=True)
+        )
+
+    async def _ask_valid(
+        self, request: JudgeRequest, prompt: Prompt, turns: tuple[Turn, ...], tally: _Tally
+    ) -> _Answered:
+        reply = await self._call(prompt, turns, tally)
+        try:
+            return _Answered((*turns, ("assistant", reply.text)), parse_answers(reply.text, request))
+        except JudgeOutputError as error:
+            log.warning("judge %s: unusable answer (%s); sending one repair turn", self._name, error)
+            turns = (*turns, ("assistant", reply.text), ("user", repair_turn(str(error))))
+        reply = await self._call(prompt, turns, tally)
+        try:
+            return _Answered((*turns, ("assistant", reply.text)), parse_answers(reply.text, request))
+        except JudgeOutputError as error:
+            raise JudgeOutputError(f"{self._name}: unusable answer after one repair turn: {error}") from None
+
+    async def _call(self, prompt: Prompt, turns: Sequence[Turn], tally: _Tally) -> Reply:
+        attempt = 1
+        while True:
+            try:
+                reply = await self._send(prompt, turns)
+            except TransientCallError as error:
+                if attempt >= self._policy.max_attempts:
+                    raise JudgeError(
+                        f"{self._name}: gave up after {attempt} attempts: {error.reason}"
+                    ) from None
+                delay = self._backoff(attempt, error.retry_after)
+                log.info("judge %s: %s; retry %d in %.3f s", self._name, error.reason, attempt, delay)
+                await asyncio.sleep(delay)
+                attempt += 1
+                continue
+            tally.calls += 1
+            tally.usage = tally.usage + reply.usage
+            return reply
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        ceiling = min(self._policy.backoff_max_s, self._policy.backoff_base_s * 2 ** (attempt - 1))
+        delay = self._rng.uniform(ceiling / 2, ceiling)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self._policy.backoff_max_s))
+        return delay
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a ``retry-after`` header given in seconds (HTTP dates are ignored)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
