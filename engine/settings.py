@@ -70,10 +70,8 @@ class Settings:
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for f in fields(cls):
-            if f.name == "anthropic_api_key":
-                raw = env.get("ANTHROPIC_API_KEY")
-            else:
-                raw = env.get(f"DRIFT_{f.name.upper()}")
+            name = "ANTHROPIC_API_KEY" if f.name == "anthropic_api_key" else f"DRIFT_{f.name.upper()}"
+            raw = env.get(name)
             if raw is not None and raw != "":
                 values[f.name] = _coerce(f.name, raw, cls.__dataclass_fields__[f.name].default)
         if "database_url" not in values and env.get("DATABASE_URL"):
@@ -99,10 +97,19 @@ class Settings:
             out[f.name] = str(value) if isinstance(value, Path) else value
         return out
 
+    def database(self) -> str:
+        """The database URL: the configured one, else the embedded database ``drift up`` starts."""
+        return self.database_url or embedded_database_url(self.data_dir)
+
     def effective_judge(self) -> str:
         if self.judge:
             return self.judge
         return "anthropic" if self.anthropic_api_key else "offline"
+
+
+def embedded_database_url(data_dir: Path) -> str:
+    """The URL of the embedded PostgreSQL (``pgserver``) kept in ``data_dir/pgdata`` (a Unix socket)."""
+    return f"postgresql://postgres:@/postgres?host={data_dir / 'pgdata'}"
 
 
 def redact_url(url: str) -> str:

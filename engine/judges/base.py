@@ -8,6 +8,7 @@ protocol so the core is tested with fakes and no network.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -124,3 +125,23 @@ async def score_claim(judge: Judge, request: JudgeRequest) -> ClaimAnswer:
 def claims_in_batches(claims: Sequence[Claim], size: int = MAX_BATCH_CLAIMS) -> list[tuple[Claim, ...]]:
     """Split claims into batches of at most ``size`` (batch mode)."""
     return [tuple(claims[i : i + size]) for i in range(0, len(claims), size)]
+
+
+class LimitedJudge:
+    """Wraps a judge with a global cap on in-flight calls (one semaphore shared by every caller)."""
+
+    def __init__(self, inner: Judge, max_in_flight: int) -> None:
+        self._inner = inner
+        self._slots = asyncio.Semaphore(max(1, max_in_flight))
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def inner(self) -> Judge:
+        return self._inner
+
+    async def evaluate(self, request: JudgeRequest) -> JudgeResult:
+        async with self._slots:
+            return await self._inner.evaluate(request)

@@ -23,24 +23,34 @@ app = typer.Typer(
 )
 
 #: (module under streams.cli, command group name or None for top-level commands)
-_COMMAND_MODULES: tuple[tuple[str, str | None], ...] = (
-    ("propositions", "propositions"),
-    ("demo", None),
+_COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
+    ("propositions", "propositions", "app"),
+    ("score", "propositions", "app"),
+    ("service", None, "app"),
+    ("admin", "topics", "topics_app"),
+    ("admin", "db", "db_app"),
+    ("admin", "config", "config_app"),
+    ("eval", "eval", "app"),
+    ("demo", None, "app"),
 )
 
 
 def _register() -> None:
-    for module_name, group in _COMMAND_MODULES:
+    groups: dict[str, typer.Typer] = {}
+    for module_name, group, attribute in _COMMAND_MODULES:
         try:
             module = importlib.import_module(f"streams.cli.{module_name}")
         except ModuleNotFoundError as exc:
             if exc.name != f"streams.cli.{module_name}":
                 raise
             continue
-        sub: typer.Typer = module.app
+        sub: typer.Typer = getattr(module, attribute)
         if group is None:
             app.registered_commands.extend(sub.registered_commands)
+        elif group in groups:
+            groups[group].registered_commands.extend(sub.registered_commands)
         else:
+            groups[group] = sub
             app.add_typer(sub, name=group)
 
 

@@ -1,0 +1,247 @@
+"""The action gate: run the checks on one draft attempt and decide commit, retry or reject.
+
+Semantics follow TinyTroupe's ActionGenerator (FACTS.md) with two documented differences: dimensions are
+judged in parallel (each with its own deadline, failing open), and no extra LLM call combines feedback.
+
+Decision table for one attempt (``attempt`` is 1-based, at most ``1 + max_correction_attempts`` attempts):
+
+- the gate is disabled for the agent, or no check is enabled → commit / ``passed``;
+- every check passed → commit / ``passed`` (first attempt) or ``passed_after_retry``;
+- every enabled LLM dimension timed out and similarity (if enabled) passed → commit / ``timeout_pass_through``;
+- a check failed and attempts are left → retry / ``corrected`` with feedback;
+- a check failed and attempts are exhausted → commit the attempt with the highest sum of dimension scores
+  (earliest wins ties; similarity does not add to the total) / ``forced_through``, or reject / ``rejected``
+  when ``continue_on_failure`` is false.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from engine.checks import TokenizedMessage, jaccard_similarity_tokenized, prepare
+from engine.errors import JudgeError
+from engine.judges.base import Judge
+from engine.models import ZERO_USAGE, AgentConfig, Dimension, TokenUsage
+from engine.propositions import ACTION_LEVEL_WINDOW_DEFAULTS, PropositionSet
+from engine.scoring import DimensionScore, ScoringTarget, score_dimension
+
+DEFAULT_DIMENSION_DEADLINE_S = 5.0
+RECENT_FOR_SIMILARITY = 5
+
+
+class Decision(StrEnum):
+    COMMIT = "commit"
+    RETRY = "retry"
+    REJECT = "reject"
+
+
+class Outcome(StrEnum):
+    PASSED = "passed"
+    PASSED_AFTER_RETRY = "passed_after_retry"
+    FORCED_THROUGH = "forced_through"
+    TIMEOUT_PASS_THROUGH = "timeout_pass_through"  # noqa: S105 (an outcome, not a password)
+    CORRECTED = "corrected"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class DimensionCheck:
+    dimension: Dimension
+    score: float
+    threshold: float
+    passed: bool
+    timed_out: bool = False
+    error: str | None = None
+    reasoning: str = ""
+    recommendations: tuple[str, ...] = ()
+    usage: TokenUsage = ZERO_USAGE
+    calls: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarityCheck:
+    score: float
+    threshold: float
+    passed: bool
+    most_similar: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    attempt: int
+    text: str
+    checks: tuple[DimensionCheck, ...] = ()
+    similarity: SimilarityCheck | None = None
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks) and (self.similarity is None or self.similarity.passed)
+
+    @property
+    def total_score(self) -> float:
+        """Sum of dimension scores: the best-attempt criterion (similarity deliberately not added)."""
+        return sum(c.score for c in self.checks)
+
+    @property
+    def all_timed_out(self) -> bool:
+        return bool(self.checks) and all(c.timed_out for c in self.checks)
+
+    @property
+    def usage(self) -> TokenUsage:
+        return sum((c.usage for c in self.checks), ZERO_USAGE)
+
+    @property
+    def judge_calls(self) -> int:
+        return sum(c.calls for c in self.checks)
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptSummary:
+    """What the gate remembers of an earlier attempt of the same draft (kept in the pending table)."""
+
+    attempt: int
+    text: str
+    total_score: float
+
+
+@dataclass(frozen=True, slots=True)
+class GateDecision:
+    decision: Decision
+    outcome: Outcome
+    text: str
+    committed_attempt: int | None
+    feedback: str | None = None
+
+
+def gate_active(config: AgentConfig) -> bool:
+    return config.gate_enabled and (bool(config.enabled_gate_dimensions()) or config.gate_similarity_enabled)
+
+
+def check_similarity(draft: TokenizedMessage, recent: Sequence[TokenizedMessage], threshold: float) -> SimilarityCheck:
+    """Jaccard on word-token sets against the last 5 committed messages; fails at ``score >= threshold``."""
+    result = jaccard_similarity_tokenized(draft, recent, window=RECENT_FOR_SIMILARITY)
+    return SimilarityCheck(result.score, threshold, result.score < threshold, result.most_similar)
+
+
+def _recommendations(score: DimensionScore, threshold: float) -> tuple[str, ...]:
+    return tuple(p.recommendations for p in score.low_scoring(threshold) if p.recommendations)
+
+
+async def check_dimension(
+    judge_call: asyncio.Future[DimensionScore] | asyncio.Task[DimensionScore],
+    dimension: Dimension,
+    threshold: float,
+    deadline_s: float,
+) -> DimensionCheck:
+    """Await one dimension's score within its deadline. A timeout or judge error passes (fail-open)."""
+    try:
+        score = await asyncio.wait_for(judge_call, deadline_s)
+    except TimeoutError:
+        return DimensionCheck(dimension, 0.0, threshold, True, timed_out=True, reasoning="judge deadline passed")
+    except JudgeError as exc:
+        return DimensionCheck(dimension, 0.0, threshold, True, timed_out=True, error=str(exc), reasoning=str(exc))
+    return DimensionCheck(
+        dimension=dimension,
+        score=score.score,
+        threshold=threshold,
+        passed=score.score >= threshold,
+        reasoning=score.reasoning(),
+        recommendations=_recommendations(score, threshold),
+        usage=score.usage,
+        calls=score.calls,
+    )
+
+
+async def run_checks(
+    judge: Judge,
+    psets: Mapping[Dimension, PropositionSet],
+    target: ScoringTarget,
+    config: AgentConfig,
+    *,
+    attempt: int,
+    recent: Sequence[TokenizedMessage],
+    deadline_s: float = DEFAULT_DIMENSION_DEADLINE_S,
+) -> AttemptResult:
+    """Similarity first (cheap, no LLM), then every enabled LLM dimension in parallel."""
+    text = target.action or ""
+    similarity = None
+    if config.gate_similarity_enabled:
+        similarity = check_similarity(prepare(text), recent, config.max_action_similarity)
+    dims = [d for d in config.enabled_gate_dimensions() if d in psets and psets[d].propositions]
+    tasks = [
+        asyncio.ensure_future(score_dimension(judge, psets[d], target, window_defaults=ACTION_LEVEL_WINDOW_DEFAULTS))
+        for d in dims
+    ]
+    checks = await asyncio.gather(
+        *(check_dimension(t, d, config.threshold(d), deadline_s) for t, d in zip(tasks, dims, strict=True))
+    )
+    return AttemptResult(attempt=attempt, text=text, checks=tuple(checks), similarity=similarity)
+
+
+def best_attempt(current: AttemptResult, earlier: Sequence[AttemptSummary]) -> AttemptSummary:
+    """Highest total score; the earliest attempt wins ties."""
+    candidates = [*earlier, AttemptSummary(current.attempt, current.text, current.total_score)]
+    return max(sorted(candidates, key=lambda a: a.attempt), key=lambda a: a.total_score)
+
+
+def decide(result: AttemptResult, earlier: Sequence[AttemptSummary], config: AgentConfig) -> GateDecision:
+    """The verdict for one checked attempt (see the module docstring)."""
+    if result.passed:
+        if result.all_timed_out:
+            return GateDecision(Decision.COMMIT, Outcome.TIMEOUT_PASS_THROUGH, result.text, result.attempt)
+        outcome = Outcome.PASSED if result.attempt == 1 else Outcome.PASSED_AFTER_RETRY
+        return GateDecision(Decision.COMMIT, outcome, result.text, result.attempt)
+    if result.attempt < 1 + config.max_correction_attempts:
+        return GateDecision(
+            Decision.RETRY, Outcome.CORRECTED, result.text, None, feedback=build_feedback(result, config)
+        )
+    if not config.continue_on_failure:
+        return GateDecision(Decision.REJECT, Outcome.REJECTED, result.text, None)
+    best = best_attempt(result, earlier)
+    return GateDecision(Decision.COMMIT, Outcome.FORCED_THROUGH, best.text, best.attempt)
+
+
+def _escalation(attempt: int, max_attempts: int) -> str:
+    base = (
+        "Rewrite the message so that it passes every check above, staying in character and answering "
+        "the same situation."
+    )
+    if attempt <= 1:
+        return base
+    stronger = (
+        f"This is failed attempt {attempt} of {max_attempts}. Each failure means your changes were too "
+        "timid: change the message MORE RADICALLY than last time — different opening, different content, "
+        "different phrasing."
+    )
+    if attempt >= max_attempts - 1:
+        stronger += " If you cannot write a message that passes, it is better to say very little than to act poorly."
+    return f"{base}\n{stronger}"
+
+
+def build_feedback(result: AttemptResult, config: AgentConfig) -> str:
+    """Retry feedback: the failed attempt, one section per failed check, and an escalating instruction."""
+    lines = [
+        "Your tentative message failed the quality gate.",
+        "",
+        "Tentative message:",
+        f"> {result.text}",
+        "",
+    ]
+    for check in result.checks:
+        if check.passed:
+            continue
+        lines.append(f"## {check.dimension.value}: {check.score:.1f} (needs at least {check.threshold:g})")
+        if check.reasoning:
+            lines.append(f"Why: {check.reasoning}")
+        lines.extend(f"- Recommendation: {rec}" for rec in check.recommendations)
+        lines.append("")
+    if result.similarity is not None and not result.similarity.passed:
+        lines.append(f"## similarity: {result.similarity.score:.2f} (must stay below {result.similarity.threshold:g})")
+        lines.append(f"Too similar to your recent message: > {result.similarity.most_similar}")
+        lines.append("- Recommendation: say something new, in different words.")
+        lines.append("")
+    lines.append(_escalation(result.attempt, 1 + config.max_correction_attempts))
+    return "\n".join(lines)

@@ -1,0 +1,295 @@
+"""The Faust application of the gate: topics, tables, agents, timers and web pages, built by a factory.
+
+Nothing happens at import time; :func:`build_app` wires a fresh app for one :class:`Settings`.
+Delivery is at-least-once (the embedded broker has no transactions): drafts are acked only after their
+records are sent, and every sink is idempotent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import faust
+from faust.streams import _current_event
+from faust.transport.drivers import aiokafka as faust_aiokafka
+
+from engine.errors import PayloadError
+from engine.judges.base import Judge, LimitedJudge
+from engine.library import PropositionLibrary
+from engine.models import AgentConfig
+from engine.settings import Settings
+from streams.configs import ConfigCache
+from streams.dispatch import KeyedDispatcher
+from streams.gate import GateDeps, process_draft, remember_commit
+from streams.payloads import AgentConfigChange, DeadLetter, Draft, EvaluationRequest, Message, decode, encode
+from streams.sinks import run_sink
+from streams.store import Store
+from streams.topics import Topics, app_id
+
+log = logging.getLogger(__name__)
+
+
+def _transport_class(fetch_max_wait_ms: int) -> type[faust_aiokafka.Transport]:
+    """Faust hard-codes a 1500 ms fetch wait; the embedded broker needs it low (FACTS.md)."""
+
+    class ConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
+        def _create_worker_consumer(self, transport: Any) -> Any:
+            consumer = super()._create_worker_consumer(transport)
+            consumer._fetch_max_wait_ms = fetch_max_wait_ms
+            return consumer
+
+    class Consumer(faust_aiokafka.Consumer):
+        def _new_consumer_thread(self) -> ConsumerThread:
+            return ConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+    class Transport(faust_aiokafka.Transport):
+        pass
+
+    Transport.Consumer = Consumer
+    return Transport
+
+
+class DriftApp(faust.App):
+    fetch_max_wait_ms = 10
+
+    def _new_transport(self) -> Any:
+        return _transport_class(self.fetch_max_wait_ms)(self.conf.broker_consumer, self)
+
+
+def _credentials(settings: Settings) -> Any:
+    from streams.kafka import ssl_context
+
+    context = ssl_context(settings)
+    if settings.kafka_security_protocol.startswith("SASL"):
+        return faust.SASLCredentials(
+            username=settings.kafka_sasl_username,
+            password=settings.kafka_sasl_password,
+            mechanism=settings.kafka_sasl_mechanism,
+            ssl_context=context,
+        )
+    return faust.SSLCredentials(context) if context is not None else None
+
+
+def _faust_app(settings: Settings, partitions: int) -> DriftApp:
+    app = DriftApp(
+        app_id(settings),
+        broker=f"kafka://{settings.broker}",
+        broker_credentials=_credentials(settings),
+        store="memory://",
+        autodiscover=False,
+        topic_partitions=partitions,
+        topic_replication_factor=1,
+        broker_session_timeout=6,
+        broker_heartbeat_interval=1,
+        broker_rebalance_timeout=5,
+        broker_commit_interval=0.5,
+        consumer_auto_offset_reset="earliest",
+        producer_linger=0.002,
+        stream_wait_empty=False,
+        table_standby_replicas=0,
+        web_enabled=True,
+        web_bind=settings.web_host,
+        web_host=settings.web_host,
+        web_port=settings.web_port,
+        web_in_thread=False,
+    )
+    app.fetch_max_wait_ms = settings.fetch_max_wait_ms
+    return app
+
+
+@dataclass
+class Runtime:
+    """Objects shared by the agents of one worker."""
+
+    app: DriftApp
+    settings: Settings
+    deps: GateDeps
+    store_ready: asyncio.Event = field(default_factory=asyncio.Event)
+    store: Store | None = None
+    on_ready: Callable[[], None] | None = None
+    background: set[asyncio.Future[None]] = field(default_factory=set)
+
+    async def send(self, topic: str, key: bytes, value: bytes) -> None:
+        await self.app.producer.send(topic, key, value, None, None, None)
+
+    async def dead_letter(self, event: Any, reason: str) -> None:
+        message = event.message
+        raw_key = message.key
+        letter = DeadLetter(
+            source_topic=message.topic,
+            partition=message.partition,
+            offset=message.offset,
+            key=raw_key.decode("utf-8", "replace") if isinstance(raw_key, bytes) else raw_key,
+            error=reason,
+            raw=base64.b64encode(message.value or b"").decode(),
+        )
+        self.deps.stats.dead_letters += 1
+        await self.send(Topics(self.settings.topic_prefix).dlq, raw_key or b"", encode(letter))
+
+
+def _keyed(event: Any, model: type[Draft] | type[Message]) -> Draft | Message:
+    payload = decode(model, event.value)
+    key = event.key.decode("utf-8", "replace") if isinstance(event.key, bytes) else event.key
+    if key != payload.agent_id:
+        raise PayloadError(f"record key {key!r} must equal agent_id {payload.agent_id!r}")
+    return payload
+
+
+def raw_topic(app: DriftApp, name: str) -> Any:
+    return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+
+
+def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple[DriftApp, Runtime]:
+    """A ready-to-run Faust app for ``settings`` with ``judge`` behind a global in-flight cap."""
+    app = _faust_app(settings, partitions)
+    recent = app.Table("recent-messages", default=list, partitions=partitions)
+    pending = app.Table("pending-attempts", default=list, partitions=partitions)
+    configs = ConfigCache(None)
+    library = PropositionLibrary(settings.propositions_dir)
+    limited = LimitedJudge(judge, settings.judge_concurrency)
+    deps = GateDeps(settings, limited, library, configs, _unset_sender, recent, pending)
+    rt = Runtime(app, settings, deps)
+    deps.send = rt.send
+    _install_gate(app, rt)
+    _install_state(app, rt, partitions)
+    _install_sinks(app, rt)
+    _install_lifecycle(app, rt, configs)
+    return app, rt
+
+
+async def _unset_sender(topic: str, key: bytes, value: bytes) -> None:
+    raise RuntimeError("sender used before the runtime was built")
+
+
+def _install_gate(app: DriftApp, rt: Runtime) -> None:
+    """The gate agent: decode, dead-letter bad input, dispatch per agent (ordered), ack after the verdict."""
+
+    async def handle(item: tuple[Any, Draft, float]) -> None:
+        event, draft, received = item
+        _current_event.set(weakref.ref(event))  # table writes from the per-agent task belong to this event
+        try:
+            await process_draft(rt.deps, draft, received)
+        except Exception as exc:
+            log.exception("draft %s failed", draft.draft_id)
+            await rt.dead_letter(event, f"internal error while judging: {exc}")
+        finally:
+            event.ack()
+
+    dispatcher: KeyedDispatcher[tuple[Any, Draft, float]] = KeyedDispatcher(handle)
+
+    @app.agent(raw_topic(app, Topics(rt.settings.topic_prefix).drafts), name="gate")
+    async def gate(stream: Any) -> None:
+        async for event in stream.noack().events():
+            received = time.monotonic()
+            try:
+                draft = _keyed(event, Draft)
+            except PayloadError as exc:
+                await rt.dead_letter(event, str(exc))
+                event.ack()
+                continue
+            assert isinstance(draft, Draft)
+            await dispatcher.submit(draft.agent_id, (event, draft, received))
+
+
+def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
+    """Committed messages feed the recent-messages table and the windowed counts; config changes the cache."""
+    settings, topics = rt.settings, Topics(rt.settings.topic_prefix)
+    window = timedelta(seconds=settings.eval_window_s)
+    counts = app.Table("message-counts", default=int, partitions=partitions).tumbling(window, expires=window * 2)
+
+    @app.agent(raw_topic(app, topics.messages), name="message-state")
+    async def message_state(stream: Any) -> None:
+        async for event in stream.events():
+            try:
+                message = _keyed(event, Message)
+            except PayloadError as exc:
+                await rt.dead_letter(event, str(exc))
+                continue
+            assert isinstance(message, Message)
+            rt.deps.configs.note_agent(message.agent_id, message.agent_name)
+            if message.kind != "action":
+                continue
+            if message.origin != "gate":
+                remember_commit(rt.deps.recent, message)
+            counts[message.agent_id] += 1
+            if counts[message.agent_id].current() == settings.eval_threshold:
+                await _request_evaluation(rt, message)
+
+    @app.agent(raw_topic(app, topics.agent_config), name="agent-config")
+    async def agent_config(stream: Any) -> None:
+        async for event in stream.events():
+            try:
+                change = decode(AgentConfigChange, event.value)
+                rt.deps.configs.apply(change.agent_id, AgentConfig.model_validate(change.config))
+            except (PayloadError, ValueError) as exc:
+                await rt.dead_letter(event, f"invalid agent-config record: {exc}")
+
+
+def _install_sinks(app: DriftApp, rt: Runtime) -> None:
+    topics = Topics(rt.settings.topic_prefix)
+
+    @app.agent(raw_topic(app, topics.correction_logs), name="correction-log-sink")
+    async def correction_sink(stream: Any) -> None:
+        await run_sink(rt, stream, "correction_logs")
+
+    @app.agent(raw_topic(app, topics.messages), name="message-sink")
+    async def message_sink(stream: Any) -> None:
+        await run_sink(rt, stream, "run_messages")
+
+
+async def _request_evaluation(rt: Runtime, message: Message) -> None:
+    request = EvaluationRequest(
+        request_id=f"{message.agent_id}:{message.message_id}",
+        agent_id=message.agent_id,
+        reason="threshold",
+        message_count=rt.settings.eval_threshold,
+    )
+    await rt.send(Topics(rt.settings.topic_prefix).evaluation_requests, message.agent_id.encode(), encode(request))
+
+
+def _install_lifecycle(app: DriftApp, rt: Runtime, configs: ConfigCache) -> None:
+    @app.task  # type: ignore[untyped-decorator]
+    async def connect_store() -> None:
+        url = rt.settings.database()
+        log.info("connecting to the database")
+        rt.store = await Store.connect(url)
+        log.info("database connected")
+        await rt.store.migrate()
+        configs._store = rt.store
+        await configs.refresh()
+        rt.store_ready.set()
+
+    @app.timer(1.0)  # type: ignore[untyped-decorator]
+    async def refresh_configs() -> None:
+        if rt.store_ready.is_set():
+            await configs.refresh()
+
+    @app.page("/stats")
+    async def stats_page(web: Any, request: Any) -> Any:
+        return web.json(rt.deps.stats.snapshot())
+
+    @app.page("/metrics")
+    async def metrics_page(web: Any, request: Any) -> Any:
+        from streams.metrics import render_prometheus
+
+        return web.text(render_prometheus(rt.deps.stats.snapshot()), content_type="text/plain; version=0.0.4")
+
+    async def announce(callback: Callable[[], None]) -> None:
+        await rt.store_ready.wait()
+        callback()
+
+    async def ready(sender: Any, *args: Any, signal: Any = None, **kwargs: Any) -> None:
+        # Never block here: recovery awaits this signal, and the store task starts after recovery.
+        if rt.on_ready is not None:
+            callback, rt.on_ready = rt.on_ready, None
+            rt.background.add(asyncio.ensure_future(announce(callback)))
+
+    app.on_rebalance_complete.connect(ready)  # type: ignore[arg-type]

@@ -1,0 +1,112 @@
+"""``drift topics``, ``drift db`` and ``drift config``: administration of a running stack."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from engine.errors import ConfigurationError
+from streams.cli.common import BrokerOpt, DatabaseOpt, PrefixOpt, run, settings_from
+
+topics_app = typer.Typer(help="Kafka topics of the protocol.", no_args_is_help=True)
+db_app = typer.Typer(help="The PostgreSQL schema.", no_args_is_help=True)
+config_app = typer.Typer(help="Per-agent configuration (agent_evaluation_config).", no_args_is_help=True)
+
+
+@topics_app.command("create")
+def topics_create(
+    broker: BrokerOpt = None,
+    prefix: PrefixOpt = None,
+    partitions: Annotated[int, typer.Option(min=1, help="Partitions per topic.")] = 3,
+) -> None:
+    """Create every topic (and the tables' changelogs) up front; existing topics are left alone."""
+    from streams.kafka import create_topics
+    from streams.topics import all_topics
+
+    settings = settings_from(broker=broker, prefix=prefix)
+    created = run(create_topics(settings, partitions=partitions))
+    total = len(all_topics(settings))
+    typer.echo(f"topics: {len(created)} created, {total - len(created)} already present ({settings.broker})")
+
+
+@db_app.command("migrate")
+def db_migrate(database: DatabaseOpt = None) -> None:
+    """Apply pending SQL migrations (idempotent)."""
+    from streams.store import Store
+
+    settings = settings_from(database=database)
+
+    async def go() -> list[str]:
+        async with await Store.connect(settings.database()) as store:
+            return await store.migrate()
+
+    applied = run(go())
+    typer.echo(f"migrations: {len(applied)} applied" + (f" ({', '.join(applied)})" if applied else ", up to date"))
+
+
+def _parse_assignments(pairs: list[str]) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ConfigurationError(f"expected key=value, got {pair!r}")
+        lowered = raw.strip().lower()
+        value: Any = raw
+        if lowered in {"true", "false"}:
+            value = lowered == "true"
+        changes[key.strip()] = value
+    return changes
+
+
+@config_app.command("show")
+def config_show(
+    agent: Annotated[str, typer.Argument(help="Agent id.")],
+    database: DatabaseOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show an agent's configuration (defaults when the agent has none yet)."""
+    from engine.models import AgentConfig
+    from streams.store import Store
+
+    settings = settings_from(database=database)
+
+    async def go() -> AgentConfig | None:
+        async with await Store.connect(settings.database()) as store:
+            return await store.get_config(agent)
+
+    config = run(go())
+    data = (config or AgentConfig()).model_dump()
+    if as_json:
+        typer.echo(json.dumps({"agent_id": agent, "registered": config is not None, "config": data}, indent=2))
+        return
+    typer.echo(f"{agent}{'' if config else ' (not registered yet: defaults)'}")
+    for key, value in data.items():
+        typer.echo(f"  {key:<34} {value}")
+
+
+@config_app.command("set")
+def config_set(
+    agent: Annotated[str, typer.Argument(help="Agent id.")],
+    assignments: Annotated[list[str], typer.Argument(help="key=value pairs, e.g. gate_adherence_enabled=true")],
+    database: DatabaseOpt = None,
+    broker: BrokerOpt = None,
+    prefix: PrefixOpt = None,
+) -> None:
+    """Change an agent's configuration; running workers pick it up within 2 s."""
+    from streams.client_admin import publish_config
+    from streams.store import Store
+
+    settings = settings_from(database=database, broker=broker, prefix=prefix)
+    changes = _parse_assignments(assignments)
+
+    async def go() -> dict[str, Any]:
+        async with await Store.connect(settings.database()) as store:
+            new = await store.set_config(agent, changes)
+        await publish_config(settings, agent, new.model_dump())
+        return new.model_dump()
+
+    new = run(go())
+    for key in changes:
+        typer.echo(f"{agent}: {key} = {new[key]}")

@@ -1,0 +1,103 @@
+"""``drift up`` (the whole embedded stack) and ``drift worker`` (a gate worker against a running stack)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Annotated
+
+import typer
+
+from streams.cli.common import (
+    BrokerOpt,
+    DatabaseOpt,
+    DataDirOpt,
+    JudgeOpt,
+    PrefixOpt,
+    PropositionsOpt,
+    run,
+    settings_from,
+)
+
+app = typer.Typer()
+
+PartitionsOpt = Annotated[int, typer.Option("--partitions", min=1, help="Partitions per topic when creating topics.")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log at INFO level.")]
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+@app.command()
+def up(
+    kafka_port: Annotated[int, typer.Option("--kafka-port", help="Port of the embedded broker.")] = 9092,
+    data_dir: DataDirOpt = None,
+    broker: BrokerOpt = None,
+    database: DatabaseOpt = None,
+    prefix: PrefixOpt = None,
+    judge: JudgeOpt = None,
+    propositions: PropositionsOpt = None,
+    partitions: PartitionsOpt = 3,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Start embedded Tansu + embedded PostgreSQL, migrate, create topics and run a gate worker.
+
+    Prints one line starting with 'ready' (bootstrap server and database URL) once the worker has its
+    partitions. SIGINT/SIGTERM stop everything. --broker / --database use running services instead.
+    """
+    from engine.judges.factory import make_judge
+    from engine.library import PropositionLibrary
+    from streams.embedded import start_broker, start_database
+    from streams.kafka import create_topics
+    from streams.runner import run_worker
+    from streams.store import Store
+
+    settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions,
+                             data_dir=data_dir)  # fmt: skip
+    PropositionLibrary(settings.propositions_dir).validate()
+    judge_impl = make_judge(settings.judge, settings)
+    with contextlib.ExitStack() as stack:
+        if database is None and not settings.database_url:
+            db = start_database(settings.data_dir)
+            stack.callback(db.stop)
+            settings = settings.with_(database_url=db.url)
+        if broker is None:
+            embedded = start_broker(kafka_port, log_file=settings.data_dir / "tansu.log")
+            stack.callback(embedded.stop)
+            settings = settings.with_(broker=embedded.bootstrap)
+
+        async def prepare() -> None:
+            async with await Store.connect(settings.database()) as store:
+                await store.migrate()
+            await create_topics(settings, partitions=partitions)
+
+        run(prepare())
+        ready = f"ready broker={settings.broker} database={settings.database()} judge={judge_impl.name}"
+        run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready),
+                   loglevel="INFO" if verbose else "WARNING")  # fmt: skip
+    _say("stopped")
+
+
+@app.command()
+def worker(
+    broker: BrokerOpt = None,
+    database: DatabaseOpt = None,
+    prefix: PrefixOpt = None,
+    judge: JudgeOpt = None,
+    propositions: PropositionsOpt = None,
+    partitions: PartitionsOpt = 3,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run a gate worker against the configured broker and database (scale out by running several)."""
+    from engine.judges.factory import make_judge
+    from engine.library import PropositionLibrary
+    from streams.runner import run_worker
+
+    settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions)
+    PropositionLibrary(settings.propositions_dir).validate()
+    judge_impl = make_judge(settings.judge, settings)
+    ready = f"ready worker broker={settings.broker} judge={judge_impl.name}"
+    run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready),
+               loglevel="INFO" if verbose else "WARNING")  # fmt: skip
+    print("stopped", file=sys.stderr)

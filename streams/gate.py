@@ -1,0 +1,221 @@
+"""The gate's streaming plumbing: one draft attempt in, a verdict, a correction log and (on commit) a message out.
+
+Decisions are made by :mod:`engine.gate`; this module turns a :class:`~streams.payloads.Draft` into the
+scoring target, reads and writes the agent's recent messages and the draft's pending attempts (Faust tables
+passed in as mappings), and sends the output records. Order of effects per attempt:
+verdict → correction log → committed message, then table updates; the caller acks the draft afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from engine.checks import TokenizedMessage, prepare
+from engine.gate import (
+    AttemptResult,
+    AttemptSummary,
+    Decision,
+    GateDecision,
+    Outcome,
+    decide,
+    gate_active,
+    run_checks,
+)
+from engine.judges.base import Judge
+from engine.library import PropositionLibrary
+from engine.models import Event, Persona
+from engine.scoring import ScoringTarget
+from engine.settings import Settings
+from streams.configs import ConfigCache
+from streams.payloads import (
+    CorrectionLog,
+    Draft,
+    Message,
+    ScoreOut,
+    SimilarityOut,
+    TokenUsageOut,
+    Verdict,
+    encode,
+)
+from streams.stats import GateStats
+from streams.topics import Topics
+
+RECENT_KEPT = 10
+
+
+class Sender(Protocol):
+    async def __call__(self, topic: str, key: bytes, value: bytes) -> None: ...
+
+
+@dataclass
+class GateDeps:
+    settings: Settings
+    judge: Judge
+    library: PropositionLibrary
+    configs: ConfigCache
+    send: Sender
+    recent: MutableMapping[str, Any]
+    pending: MutableMapping[str, Any]
+    stats: GateStats = field(default_factory=GateStats)
+    _tokens: dict[str, TokenizedMessage] = field(default_factory=dict)
+
+    @property
+    def topics(self) -> Topics:
+        return Topics(self.settings.topic_prefix)
+
+    def tokenized(self, text: str) -> TokenizedMessage:
+        """Token cache for recent messages: each committed text is tokenised once."""
+        cached = self._tokens.get(text)
+        if cached is None:
+            if len(self._tokens) > 50_000:
+                self._tokens.clear()
+            cached = self._tokens[text] = prepare(text)
+        return cached
+
+
+def _persona(deps: GateDeps, draft: Draft) -> Persona | None:
+    persona = deps.library.persona(draft.agent_id)
+    if draft.persona:
+        return Persona(id=draft.agent_id, name=draft.agent_name or draft.agent_id, personality=draft.persona)
+    return persona
+
+
+def _target(deps: GateDeps, draft: Draft, recent: list[dict[str, Any]], persona: Persona | None) -> ScoringTarget:
+    name = draft.agent_name or (persona.name if persona else draft.agent_id)
+    events = tuple(Event(draft.agent_id, name, r["text"], channel=r.get("channel")) for r in recent)
+    variables = {"agent_name": name, "action": draft.text}
+    if draft.channel:
+        variables["channel_name"] = draft.channel
+    if draft.recipient:
+        variables["recipient_name"] = draft.recipient
+    return ScoringTarget(
+        target_name=name,
+        agent_id=draft.agent_id,
+        persona=persona,
+        events=events,
+        action=draft.text,
+        variables=variables,
+    )
+
+
+async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, GateDecision]:
+    config = deps.configs.get(draft.agent_id, draft.agent_name)
+    if not gate_active(config):
+        result = AttemptResult(attempt=draft.attempt, text=draft.text)
+        return result, GateDecision(Decision.COMMIT, Outcome.PASSED, draft.text, draft.attempt)
+    recent: list[dict[str, Any]] = list(deps.recent.get(draft.agent_id) or [])
+    persona = _persona(deps, draft)
+    dims = config.enabled_gate_dimensions()
+    result = await run_checks(
+        deps.judge,
+        deps.library.psets(draft.agent_id, dims),
+        _target(deps, draft, recent, persona),
+        config,
+        attempt=draft.attempt,
+        recent=[deps.tokenized(r["text"]) for r in recent],
+        deadline_s=deps.settings.judge_deadline_s,
+    )
+    earlier = [AttemptSummary(**a) for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] < draft.attempt]
+    return result, decide(result, earlier, config)
+
+
+def build_verdict(
+    draft: Draft, result: AttemptResult, decision: GateDecision, latency_ms: float, judge: str
+) -> Verdict:
+    usage = result.usage
+    return Verdict(
+        draft_id=draft.draft_id,
+        attempt=draft.attempt,
+        agent_id=draft.agent_id,
+        run_id=draft.run_id,
+        decision=decision.decision.value,
+        outcome=decision.outcome.value,
+        text=decision.text,
+        committed_attempt=decision.committed_attempt,
+        scores={
+            c.dimension.value: ScoreOut(
+                score=c.score,
+                threshold=c.threshold,
+                passed=c.passed,
+                timed_out=c.timed_out,
+                reasoning=c.reasoning,
+            )
+            for c in result.checks
+        },
+        similarity=None
+        if result.similarity is None
+        else SimilarityOut(
+            score=result.similarity.score,
+            threshold=result.similarity.threshold,
+            passed=result.similarity.passed,
+            most_similar=result.similarity.most_similar,
+        ),
+        feedback=decision.feedback,
+        latency_ms=latency_ms,
+        token_usage=TokenUsageOut(**usage.as_dict()),
+        judge=judge if result.checks else None,
+    )
+
+
+def build_log(draft: Draft, result: AttemptResult, verdict: Verdict) -> CorrectionLog:
+    return CorrectionLog(
+        draft_id=draft.draft_id,
+        attempt_number=draft.attempt,
+        agent_id=draft.agent_id,
+        run_id=draft.run_id,
+        original_text=draft.text,
+        corrected_text=verdict.text if verdict.decision == "commit" and verdict.text != draft.text else None,
+        dimension_scores={k: {"score": v.score, "reasoning": v.reasoning, "timed_out": v.timed_out}
+                          for k, v in verdict.scores.items()},
+        similarity_score=result.similarity.score if result.similarity else None,
+        total_score=result.total_score,
+        decision=verdict.decision,
+        outcome=verdict.outcome,
+        token_usage=verdict.token_usage,
+        latency_ms=verdict.latency_ms,
+    )  # fmt: skip
+
+
+def committed_message(draft: Draft, verdict: Verdict) -> Message:
+    return Message(
+        message_id=draft.draft_id,
+        agent_id=draft.agent_id,
+        agent_name=draft.agent_name,
+        text=verdict.text,
+        run_id=draft.run_id,
+        channel=draft.channel,
+        recipient=draft.recipient,
+        origin="gate",
+    )
+
+
+def remember_commit(recent: MutableMapping[str, Any], message: Message) -> None:
+    history = list(recent.get(message.agent_id) or [])
+    history.append({"id": message.message_id, "text": message.text, "channel": message.channel})
+    recent[message.agent_id] = history[-RECENT_KEPT:]
+
+
+async def process_draft(deps: GateDeps, draft: Draft, received: float) -> Verdict:
+    """Judge one attempt, send its records and update the tables. Returns the verdict sent."""
+    result, decision = await judge_attempt(deps, draft)
+    latency_ms = (time.monotonic() - received) * 1000.0
+    verdict = build_verdict(draft, result, decision, latency_ms, deps.judge.name)
+    key = draft.agent_id.encode()
+    topics = deps.topics
+    await deps.send(topics.verdicts, key, encode(verdict))
+    await deps.send(topics.correction_logs, key, encode(build_log(draft, result, verdict)))
+    if decision.decision is Decision.COMMIT:
+        message = committed_message(draft, verdict)
+        await deps.send(topics.messages, key, encode(message))
+        remember_commit(deps.recent, message)
+    if decision.decision is Decision.RETRY:
+        attempts = [a for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] != draft.attempt]
+        attempts.append({"attempt": draft.attempt, "text": draft.text, "total_score": result.total_score})
+        deps.pending[draft.draft_id] = attempts
+    elif draft.draft_id in deps.pending:
+        del deps.pending[draft.draft_id]
+    deps.stats.record(result, verdict)
+    return verdict

@@ -1,0 +1,87 @@
+"""Kafka client settings shared by the worker, the CLI and the SDK (TLS / SASL from the environment)."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from typing import Any
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaConnectionError, KafkaError
+from aiokafka.helpers import create_ssl_context
+
+from engine.errors import ConfigurationError, ServiceError
+from engine.settings import Settings
+from streams.topics import all_topics
+
+TOPIC_EXISTS = 36
+
+
+def ssl_context(settings: Settings) -> ssl.SSLContext | None:
+    if settings.kafka_security_protocol not in {"SSL", "SASL_SSL"}:
+        return None
+    context: ssl.SSLContext = create_ssl_context(cafile=settings.kafka_ca_file)
+    return context
+
+
+def client_kwargs(settings: Settings) -> dict[str, Any]:
+    """Keyword arguments for any aiokafka client (producer, consumer, admin)."""
+    kwargs: dict[str, Any] = {
+        "bootstrap_servers": settings.broker,
+        "security_protocol": settings.kafka_security_protocol,
+    }
+    context = ssl_context(settings)
+    if context is not None:
+        kwargs["ssl_context"] = context
+    if settings.kafka_security_protocol.startswith("SASL"):
+        if not (settings.kafka_sasl_mechanism and settings.kafka_sasl_username):
+            raise ConfigurationError(
+                "SASL needs DRIFT_KAFKA_SASL_MECHANISM, DRIFT_KAFKA_SASL_USERNAME and DRIFT_KAFKA_SASL_PASSWORD"
+            )
+        kwargs.update(
+            sasl_mechanism=settings.kafka_sasl_mechanism,
+            sasl_plain_username=settings.kafka_sasl_username,
+            sasl_plain_password=settings.kafka_sasl_password or "",
+        )
+    return kwargs
+
+
+def consumer_kwargs(settings: Settings) -> dict[str, Any]:
+    """Consumer tuning for a low-latency broker round trip (see FACTS.md on fetch wait)."""
+    return {**client_kwargs(settings), "fetch_max_wait_ms": settings.fetch_max_wait_ms}
+
+
+async def create_topics(settings: Settings, *, partitions: int = 3, timeout_s: float = 15.0) -> list[str]:
+    """Create every topic of the protocol and the tables' changelogs; return the names created now."""
+    admin = AIOKafkaAdminClient(**client_kwargs(settings))
+    await start_with_retry(admin, settings.broker, timeout_s)
+    try:
+        existing = set(await admin.list_topics())
+        wanted = [name for name in all_topics(settings) if name not in existing]
+        if not wanted:
+            return []
+        response = await admin.create_topics([NewTopic(name, partitions, 1) for name in wanted])
+        failed = [
+            f"{topic}: {message or code}"
+            for topic, code, message in response.topic_errors
+            if code not in (0, TOPIC_EXISTS)
+        ]
+        if failed:
+            raise ServiceError("cannot create topics: " + "; ".join(failed))
+        return wanted
+    finally:
+        await admin.close()
+
+
+async def start_with_retry(client: Any, broker: str, timeout_s: float) -> None:
+    """Start an aiokafka client, retrying while the broker comes up."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        try:
+            await client.start()
+            return
+        except (KafkaConnectionError, KafkaError, OSError) as exc:
+            if loop.time() >= deadline:
+                raise ServiceError(f"cannot reach the Kafka broker at {broker}: {exc}") from None
+            await asyncio.sleep(0.2)

@@ -1,0 +1,248 @@
+"""Wire payloads: the public contract of every topic (JSON values, UTF-8 keys).
+
+Inbound models ignore unknown fields (forward compatible); every field is documented in the README and
+exported as JSON Schema to ``schemas/topics/``. Encoding and decoding use orjson.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeVar
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from engine.errors import PayloadError
+
+MAX_TEXT_BYTES = 32 * 1024
+MAX_ID_CHARS = 128
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Inbound(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class _Outbound(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class Draft(_Inbound):
+    """``drafts`` (in): an agent's message before it is committed. Key: ``agent_id``."""
+
+    draft_id: str = Field(min_length=1, max_length=MAX_ID_CHARS, description="Stable id of the draft across attempts")
+    attempt: int = Field(1, ge=1, le=100, description="1 for the original, +1 per regeneration")
+    agent_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    text: str = Field(description="The draft message; at most 32 KiB of UTF-8")
+    run_id: str | None = Field(None, max_length=MAX_ID_CHARS)
+    channel: str | None = None
+    recipient: str | None = None
+    agent_name: str | None = Field(None, description="Display name; overrides the persona file's name")
+    persona: str | None = Field(None, description="Persona text; overrides the persona file")
+    sent_at: datetime | None = Field(None, description="RFC 3339")
+
+    @field_validator("text")
+    @classmethod
+    def _text_size(cls, value: str) -> str:
+        if len(value.encode("utf-8")) > MAX_TEXT_BYTES:
+            raise ValueError(f"text is larger than {MAX_TEXT_BYTES} bytes")
+        return value
+
+
+class ScoreOut(_Outbound):
+    score: float
+    threshold: float
+    passed: bool
+    timed_out: bool = False
+    reasoning: str = ""
+
+
+class SimilarityOut(_Outbound):
+    score: float
+    threshold: float
+    passed: bool
+    most_similar: str | None = None
+
+
+class TokenUsageOut(_Outbound):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+
+Decision = Literal["commit", "retry", "reject"]
+Outcome = Literal["passed", "passed_after_retry", "forced_through", "timeout_pass_through", "corrected", "rejected"]
+
+
+class Verdict(_Outbound):
+    """``verdicts`` (out): one per draft attempt. Key: ``agent_id``."""
+
+    draft_id: str
+    attempt: int
+    agent_id: str
+    run_id: str | None = None
+    decision: Decision
+    outcome: Outcome
+    text: str = Field(description="The text to commit (forced_through: the best attempt's text)")
+    committed_attempt: int | None = None
+    scores: dict[str, ScoreOut] = Field(default_factory=dict)
+    similarity: SimilarityOut | None = None
+    feedback: str | None = None
+    latency_ms: float = 0.0
+    token_usage: TokenUsageOut = Field(default_factory=TokenUsageOut)
+    judge: str | None = Field(None, description="Which judge produced the scores (offline is labelled)")
+
+
+class Message(_Inbound):
+    """``messages``: committed conversation events. The gate publishes every commit (``origin: gate``);
+    orchestrators may publish stimuli or unchecked actions (``origin: external``). Key: ``agent_id``."""
+
+    message_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    agent_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    agent_name: str | None = None
+    text: str
+    kind: Literal["action", "stimulus"] = "action"
+    source: str | None = Field(None, description="Sender of a stimulus")
+    run_id: str | None = None
+    channel: str | None = None
+    recipient: str | None = None
+    origin: Literal["gate", "external"] = "external"
+    ts: datetime = Field(default_factory=utcnow)
+
+
+class CorrectionLog(_Outbound):
+    """``correction-logs`` (out): one record per attempt, the columns of the ``correction_logs`` table."""
+
+    draft_id: str
+    attempt_number: int
+    agent_id: str
+    run_id: str | None = None
+    original_text: str
+    corrected_text: str | None = None
+    dimension_scores: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    similarity_score: float | None = None
+    total_score: float = 0.0
+    decision: Decision
+    outcome: Outcome
+    token_usage: TokenUsageOut = Field(default_factory=TokenUsageOut)
+    latency_ms: float = 0.0
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class AgentConfigChange(_Inbound):
+    """``agent-config``: the full configuration of an agent after a change. Key: ``agent_id``."""
+
+    agent_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    config: dict[str, Any]
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class DeadLetter(_Outbound):
+    """``dlq``: a record that could not be processed, with the reason and the original bytes."""
+
+    source_topic: str
+    partition: int
+    offset: int
+    key: str | None = None
+    error: str
+    raw: str = Field(description="The original value bytes, base64")
+    received_at: datetime = Field(default_factory=utcnow)
+
+
+class EvaluationRequest(_Inbound):
+    """``evaluation-requests``: ask for an offline evaluation of one agent. Key: ``agent_id``."""
+
+    request_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    agent_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    reason: Literal["threshold", "schedule", "manual"] = "manual"
+    message_count: int = 0
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    dimensions: list[str] | None = None
+    requested_at: datetime = Field(default_factory=utcnow)
+
+
+class EvaluationSummary(_Outbound):
+    """``evaluations`` (out): a summary per finished evaluation run. Key: ``agent_id``."""
+
+    evaluation_run_id: str
+    request_id: str | None = None
+    agent_id: str
+    status: Literal["completed", "failed"]
+    dimensions: dict[str, float] = Field(default_factory=dict)
+    overall_score: float | None = None
+    sample_size: int = 0
+    error: str | None = None
+    completed_at: datetime = Field(default_factory=utcnow)
+
+
+class Step(_Inbound):
+    """``steps`` (in): the orchestrator is about to let ``agent_ids`` act. Key: ``run_id``."""
+
+    run_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    channel: str | None = None
+    step: int = Field(ge=0)
+    agent_ids: list[str] = Field(default_factory=list, max_length=1000)
+    sent_at: datetime | None = None
+
+
+class DirectiveOut(_Outbound):
+    agent_id: str
+    kind: str = Field(description="repetition | anti_convergence | variety | <custom intervention name>")
+    text: str
+    evidence: str | dict[str, Any] | list[Any] | None = None
+    timed_out: bool = False
+
+
+class Directives(_Outbound):
+    """``directives`` (out): exactly one record per step, even when empty. Key: ``run_id``."""
+
+    run_id: str
+    channel: str | None = None
+    step: int
+    directives: list[DirectiveOut] = Field(default_factory=list)
+    latency_ms: float = 0.0
+
+
+def encode(model: BaseModel) -> bytes:
+    return orjson.dumps(model.model_dump(mode="json"))
+
+
+def decode(model: type[M], raw: bytes | None) -> M:
+    """Parse and validate ``raw`` as ``model``; any problem is a :class:`PayloadError` with a readable reason."""
+    if raw is None:
+        raise PayloadError("empty record value")
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise PayloadError(f"value is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise PayloadError(f"value must be a JSON object, not {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}" for err in exc.errors()[:5]
+        )
+        raise PayloadError(f"invalid {model.__name__}: {problems}") from None
+
+
+#: Payload model of every topic (by topic name without prefix), for schemas and docs.
+TOPIC_MODELS: dict[str, type[BaseModel]] = {
+    "drafts": Draft,
+    "verdicts": Verdict,
+    "messages": Message,
+    "correction-logs": CorrectionLog,
+    "agent-config": AgentConfigChange,
+    "dlq": DeadLetter,
+    "evaluation-requests": EvaluationRequest,
+    "evaluations": EvaluationSummary,
+    "steps": Step,
+    "directives": Directives,
+}

@@ -1,0 +1,79 @@
+"""Gate statistics for ``/stats``, ``/metrics`` and ``drift stats``. Counts and scores only: no message text."""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engine.gate import AttemptResult
+from engine.models import ZERO_USAGE, TokenUsage
+from streams.payloads import Verdict
+
+LATENCY_WINDOW = 10_000
+
+
+@dataclass
+class GateStats:
+    """Running totals of one worker (TinyTroupe's ActionGenerator statistics plus service metrics)."""
+
+    attempts: int = 0
+    drafts_first_attempt: int = 0
+    first_attempt_passed: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    dimension_failures: Counter[str] = field(default_factory=Counter)
+    dimension_timeouts: Counter[str] = field(default_factory=Counter)
+    score_sums: Counter[str] = field(default_factory=Counter)
+    score_counts: Counter[str] = field(default_factory=Counter)
+    similarity_checks: int = 0
+    similarity_failures: int = 0
+    judge_calls: int = 0
+    usage: TokenUsage = ZERO_USAGE
+    dead_letters: int = 0
+    latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
+
+    def record(self, result: AttemptResult, verdict: Verdict) -> None:
+        self.attempts += 1
+        self.outcomes[verdict.outcome] += 1
+        if verdict.attempt == 1:
+            self.drafts_first_attempt += 1
+            self.first_attempt_passed += verdict.decision == "commit" and verdict.outcome != "forced_through"
+        for check in result.checks:
+            name = check.dimension.value
+            if check.timed_out:
+                self.dimension_timeouts[name] += 1
+                continue
+            self.score_sums[name] += check.score  # type: ignore[assignment]
+            self.score_counts[name] += 1
+            self.dimension_failures[name] += not check.passed
+        if result.similarity is not None:
+            self.similarity_checks += 1
+            self.similarity_failures += not result.similarity.passed
+        self.judge_calls += result.judge_calls
+        self.usage = self.usage + result.usage
+        self.latencies_ms.append(verdict.latency_ms)
+
+    def snapshot(self) -> dict[str, Any]:
+        lat = np.asarray(self.latencies_ms, dtype=float)
+        pct = {f"p{q}": float(np.percentile(lat, q)) if lat.size else None for q in (50, 90, 99)}
+        retried = self.outcomes["corrected"]
+        return {
+            "attempts": self.attempts,
+            "drafts": self.drafts_first_attempt,
+            "outcomes": dict(self.outcomes),
+            "regeneration_failure_rate": retried / self.attempts if self.attempts else 0.0,
+            "original_success_rate": self.first_attempt_passed / self.drafts_first_attempt
+            if self.drafts_first_attempt
+            else None,
+            "dimension_failures": dict(self.dimension_failures),
+            "dimension_timeouts": dict(self.dimension_timeouts),
+            "mean_scores": {k: self.score_sums[k] / n for k, n in self.score_counts.items() if n},
+            "similarity_checks": self.similarity_checks,
+            "similarity_failures": self.similarity_failures,
+            "latency_ms": pct,
+            "judge_calls": self.judge_calls,
+            "token_usage": self.usage.as_dict(),
+            "dead_letters": self.dead_letters,
+        }
