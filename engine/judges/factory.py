@@ -1,0 +1,71 @@
+"""Build a judge from a spec string (``--judge`` / ``DRIFT_JUDGE``).
+
+Specs: ``scripted:FILE``, ``replay:FILE``, ``anthropic`` (optionally ``anthropic:MODEL``),
+``openai-compatible`` (optionally ``openai-compatible:MODEL``), ``offline``, or empty for
+:meth:`engine.settings.Settings.effective_judge` (anthropic when a key is set, else offline).
+``record`` wraps the judge so every answered request is appended to that cassette.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from engine.errors import ConfigurationError
+from engine.judges.anthropic import AnthropicJudge
+from engine.judges.base import Judge
+from engine.judges.llm import CallPolicy
+from engine.judges.offline import OfflineJudge
+from engine.judges.openai_compat import OpenAICompatibleJudge
+from engine.judges.replay import RecordingJudge, ReplayJudge
+from engine.judges.scripted import ScriptedJudge
+from engine.settings import Settings
+
+JUDGE_CHOICES = ("anthropic", "openai-compatible", "offline", "scripted:FILE", "replay:FILE")
+
+
+def make_judge(
+    spec: str,
+    settings: Settings,
+    *,
+    record: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Judge:
+    """The judge named by ``spec``; ``environ`` (default ``os.environ``) supplies ``OPENAI_API_KEY``."""
+    spec = spec.strip() or settings.effective_judge()
+    kind, _, argument = spec.partition(":")
+    judge = _build(kind, argument, settings, os.environ if environ is None else environ)
+    return RecordingJudge(judge, record) if record is not None else judge
+
+
+def _build(kind: str, argument: str, settings: Settings, environ: Mapping[str, str]) -> Judge:
+    policy = CallPolicy(deadline_s=settings.judge_deadline_s, concurrency=settings.judge_concurrency)
+    if kind in {"scripted", "replay"}:
+        if not argument:
+            raise ConfigurationError(f"judge '{kind}' needs a file: use '{kind}:PATH'")
+        path = Path(argument).expanduser()
+        return ScriptedJudge.from_file(path) if kind == "scripted" else ReplayJudge(path)
+    if kind == "anthropic":
+        if not settings.anthropic_api_key:
+            raise ConfigurationError(
+                "ANTHROPIC_API_KEY is not set: export it to use the anthropic judge, or choose another judge "
+                "(offline, scripted:FILE, replay:FILE, openai-compatible)"
+            )
+        return AnthropicJudge(
+            api_key=settings.anthropic_api_key,
+            model=argument or settings.anthropic_model,
+            base_url=settings.anthropic_base_url,
+            policy=policy,
+        )
+    if kind == "openai-compatible":
+        return OpenAICompatibleJudge(
+            base_url=settings.openai_base_url,
+            model=argument or settings.openai_model,
+            api_key=environ.get("OPENAI_API_KEY") or None,
+            policy=policy,
+        )
+    if kind == "offline" and not argument:
+        return OfflineJudge()
+    spec = f"{kind}:{argument}" if argument else kind
+    raise ConfigurationError(f"unknown judge {spec!r}; choose one of {', '.join(JUDGE_CHOICES)}")

@@ -1,0 +1,186 @@
+"""A heuristic judge that needs no model and no key: rough but meaningful numbers for demos and smoke runs.
+
+It is clearly labelled (name ``offline-heuristic (no LLM)``, every reasoning starts with
+``[offline heuristic]``) and fully deterministic. How it answers:
+
+* **score** starts at 6 and moves with surface signals of the judged text (the draft action, or the whole
+  trajectory in offline evaluation): up to +2 for words shared with the claim, up to +1 for words shared
+  with the persona specification (when one is given), down by up to 4 for repeated word trigrams (against
+  the agent's earlier messages for a draft; within the trajectory otherwise) and by 1 per generic stock
+  phrase ("circle back", "synergy", …, at most 3). No text at all scores 9 (missing data counts as true).
+* **check** handles two kinds of claim specially: claims about ideas (true when idea-like proposals occur in
+  the last 10 events, or when none occur if the claim is negated) and claims about agreement (same with
+  agreement phrases). Any other claim is true when its score would be at least 5.
+* **enumerate** counts distinct idea-like sentences ("we could", "what if", "let's", "how about", "idea",
+  …); sentences whose content words (no stop words) overlap by 60 % or more count once.
+
+Limits: it reads words, not meaning. It cannot tell sarcasm, paraphrase or persona from topic; every claim
+is treated as describing desirable behaviour (inverted claims are flipped later by scoring, as for any
+judge, so their offline values are not informative); and its numbers are not comparable with an LLM's.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+
+from engine.judges.base import ClaimAnswer, JudgeMode, JudgeRequest, JudgeResult
+from engine.models import EventKind
+
+NAME = "offline-heuristic (no LLM)"
+_LABEL = "[offline heuristic]"
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+_STOPWORDS_TEXT = """
+a an the and or but if then than so of to in on at by for with from about into over after before is are
+was were
+be been being am do does did have has had will would can could should may might must shall i you he she it we
+they me him her us them my your his its our their this that these those there here what which who whom whose
+when where why how all any each every some no not never very just also only as up out more most other such own
+same too agent agents conversation message messages
+"""
+_STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+_NEGATIONS = frozenset({"not", "no", "never", "none", "nobody", "nothing", "hasn't", "hadn't", "didn't"})
+_GENERIC = (
+    "circle back",
+    "touch base",
+    "synergy",
+    "leverage",
+    "going forward",
+    "moving forward",
+    "at the end of the day",
+    "best practices",
+    "low-hanging fruit",
+    "win-win",
+    "think outside the box",
+    "as an ai",
+    "great question",
+    "happy to help",
+    "i understand your concern",
+)
+_IDEA_MARKERS = ("we could", "what if", "let's", "how about", "idea", "i propose", "we should", "i suggest")
+_AGREEMENT_MARKERS = ("i agree", "agreed", "exactly", "good point", "absolutely", "same here", "you're right")
+_RECENT = 10
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in words(text) if w not in _STOPWORDS and len(w) > 2}
+
+
+def trigrams(text: str) -> list[tuple[str, ...]]:
+    tokens = words(text)
+    return [tuple(tokens[i : i + 3]) for i in range(len(tokens) - 2)]
+
+
+def idea_sentences(text: str) -> list[str]:
+    """Distinct idea-like sentences (near-duplicates, by content-word overlap >= 0.6, count once)."""
+    kept: list[tuple[str, set[str]]] = []
+    for match in _SENTENCE.finditer(text):
+        sentence = match.group().strip()
+        lowered = sentence.lower()
+        if not any(marker in lowered for marker in _IDEA_MARKERS):
+            continue
+        bag = content_words(sentence)
+        if any(_jaccard(bag, other) >= 0.6 for _, other in kept):
+            continue
+        kept.append((sentence, bag))
+    return [sentence[:120] for sentence, _ in kept]
+
+
+class OfflineJudge:
+    """The no-LLM heuristic judge (see the module docstring for what it does and does not do)."""
+
+    @property
+    def name(self) -> str:
+        return NAME
+
+    def __repr__(self) -> str:
+        return "OfflineJudge()"
+
+    async def evaluate(self, request: JudgeRequest) -> JudgeResult:
+        started = time.perf_counter()
+        answers = tuple(self._answer(request, i) for i in range(len(request.claims)))
+        return JudgeResult(answers=answers, judge=NAME, latency_ms=(time.perf_counter() - started) * 1000)
+
+    def _answer(self, request: JudgeRequest, index: int) -> ClaimAnswer:
+        claim = request.claims[index]
+        if request.mode is JudgeMode.ENUMERATE:
+            items = tuple(idea_sentences(request.judged_text()))
+            reasoning = f"{_LABEL} {len(items)} distinct idea-like sentences found"
+            return ClaimAnswer(claim.id, len(items), reasoning, items=items)
+        value: int | bool
+        if request.mode is JudgeMode.CHECK:
+            value, reasoning = _check(request, claim.text)
+        else:
+            value, reasoning = _score(request, claim.text)
+        return ClaimAnswer(claim.id, value, reasoning, first_value=value if request.double_check else None)
+
+
+def _score(request: JudgeRequest, claim_text: str) -> tuple[int, str]:
+    text = request.judged_text()
+    if not text.strip():
+        return 9, f"{_LABEL} there is no text to judge; missing data counts as true -> 9"
+    names = content_words(f"{request.target_name} {request.agent_id or ''}")
+    seen = content_words(text)
+    claim_words = content_words(claim_text) - names
+    claim_cover = len(claim_words & seen) / len(claim_words) if claim_words else 0.0
+    persona_shared = 0
+    if request.persona is not None:
+        persona_shared = len((content_words(request.persona.render()) - names) & seen)
+    repetition = _repetition(request)
+    generic = [phrase for phrase in _GENERIC if phrase in text.lower()][:3]
+    raw = 6 + 2 * claim_cover + min(persona_shared / 5, 1.0) - 4 * repetition - len(generic)
+    score = max(0, min(9, round(raw)))
+    reasoning = (
+        f"{_LABEL} claim words found {claim_cover:.0%}, persona words shared {persona_shared}, "
+        f"repeated trigrams {repetition:.0%}, stock phrases {generic or 'none'} -> {score}"
+    )
+    return score, reasoning
+
+
+def _repetition(request: JudgeRequest) -> float:
+    """Share of repeated word trigrams: the draft against earlier messages, or within the trajectory."""
+    own = [
+        e.text
+        for e in request.trajectory
+        if e.kind is EventKind.ACTION and (request.agent_id is None or e.agent_id == request.agent_id)
+    ]
+    if request.action is not None:
+        current = set(trigrams(request.action))
+        history = {t for text in own for t in trigrams(text)}
+        return len(current & history) / len(current) if current else 0.0
+    all_trigrams = [t for text in own for t in trigrams(text)]
+    return 1 - len(set(all_trigrams)) / len(all_trigrams) if all_trigrams else 0.0
+
+
+def _check(request: JudgeRequest, claim_text: str) -> tuple[bool, str]:
+    claim_words = set(words(claim_text))
+    negated = bool(claim_words & _NEGATIONS) or "n't" in claim_text.lower()
+    recent = " ".join(e.text for e in request.trajectory[-_RECENT:])
+    if request.action is not None:
+        recent = f"{recent} {request.action}"
+    for topic, markers in (("idea", _IDEA_MARKERS), ("agree", _AGREEMENT_MARKERS)):
+        if any(w.startswith(topic) for w in claim_words):
+            found = _found(recent, markers)
+            value = not found if negated else found
+            reasoning = (
+                f"{_LABEL} {topic}-like phrases {'found' if found else 'not found'} in the last {_RECENT} "
+                f"events{' (claim is negated)' if negated else ''} -> {str(value).lower()}"
+            )
+            return value, reasoning
+    score, why = _score(request, claim_text)
+    return score >= 5, f"{why}; true when >= 5"
+
+
+def _found(text: str, markers: Iterable[str]) -> bool:
+    lowered = text.lower()
+    return any(marker in lowered for marker in markers)
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
