@@ -23,9 +23,7 @@ M = TypeVar("M", bound=BaseModel)
 _VALUE_ERROR_PREFIX = "Value error, "
 
 
-def validate_document(
-    document: Document, model: type[M], what: str = "file"
-) -> tuple[M | None, list[FileIssue]]:
+def validate_document(document: Document, model: type[M], what: str = "file") -> tuple[M | None, list[FileIssue]]:
     """Validate ``document.data`` as ``model``; return the instance or None and every issue found."""
     if document.issues:
         return None, list(document.issues)

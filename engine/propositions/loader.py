@@ -79,9 +79,7 @@ def _placement_issues(loaded: LoadedFile, dimension: Dimension, agent_id: str | 
         )
     expected = DEFAULT_STEM if agent_id is None else agent_id
     if model.agent_id is not None and model.agent_id != expected:
-        where = (
-            "_default.yaml may only say '_default'" if agent_id is None else f"the file is {agent_id}.yaml"
-        )
+        where = "_default.yaml may only say '_default'" if agent_id is None else f"the file is {agent_id}.yaml"
         issues.append(document.issue(("agent_id",), f"is '{model.agent_id}' but {where}"))
     return issues
 
@@ -114,9 +112,7 @@ def merge(
     if default is not None:
         settings = {name: getattr(default.model, name) for name in SETTING_FIELDS}
     if agent is not None:
-        settings.update(
-            {n: getattr(agent.model, n) for n in SETTING_FIELDS if n in agent.model.model_fields_set}
-        )
+        settings.update({n: getattr(agent.model, n) for n in SETTING_FIELDS if n in agent.model.model_fields_set})
     propositions: tuple[Proposition, ...] = tuple(p for f in files for p in f.model.propositions)
     return PropositionSet(
         dimension=dimension,

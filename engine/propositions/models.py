@@ -73,9 +73,7 @@ class Proposition(BaseModel):
     weight: Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)] = Field(
         1.0, description="Relative weight in the weighted mean of the dimension score."
     )
-    inverted: StrictFlag = Field(
-        False, description="An anti-pattern: the judge's score is flipped to 9 - score."
-    )
+    inverted: StrictFlag = Field(False, description="An anti-pattern: the judge's score is flipped to 9 - score.")
     recommendations_for_improvement: StrictText | None = Field(
         None, description="Guidance fed back to the agent when this proposition scores low."
     )
@@ -113,9 +111,7 @@ class PropositionFile(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", title="persona-drift proposition file")
 
-    dimension: Dimension = Field(
-        description="The dimension these propositions measure; must equal the folder name."
-    )
+    dimension: Dimension = Field(description="The dimension these propositions measure; must equal the folder name.")
     agent_id: StrictText | None = Field(
         None,
         description="The agent this file is for; must equal the file name (or '_default' in _default.yaml).",
@@ -126,12 +122,8 @@ class PropositionFile(BaseModel):
     target_type: TargetType = Field(
         TargetType.AGENT, description="'agent': one agent's messages; 'environment': the whole channel."
     )
-    first_n: WindowSize = Field(
-        None, description="Trajectory events kept from the start (unset: caller default)."
-    )
-    last_n: WindowSize = Field(
-        None, description="Trajectory events kept from the end (unset: caller default)."
-    )
+    first_n: WindowSize = Field(None, description="Trajectory events kept from the start (unset: caller default).")
+    last_n: WindowSize = Field(None, description="Trajectory events kept from the end (unset: caller default).")
     propositions: tuple[Proposition, ...] = Field((), description="The claims of this file.")
 
     @field_validator("agent_id")

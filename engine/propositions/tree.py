@@ -101,9 +101,7 @@ def _check_dimension(directory: Path, dimension: Dimension, folder: Path) -> tup
     for path in agent_files(folder):
         files += 1
         if not ID_PATTERN.fullmatch(path.stem):
-            issues.append(
-                FileIssue(str(path), 1, "", f"'{path.stem}' is not a valid agent id for a file name")
-            )
+            issues.append(FileIssue(str(path), 1, "", f"'{path.stem}' is not a valid agent id for a file name"))
             continue
         agent, found = read_file(path, dimension, path.stem)
         issues.extend(found)

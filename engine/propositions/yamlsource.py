@@ -109,9 +109,7 @@ class LineRecordingLoader(yaml.SafeLoader):
             items.append(self._build(child, (*path, index), active))
         return items
 
-    def _build_mapping(
-        self, node: yaml.MappingNode, path: FieldPath, active: frozenset[int]
-    ) -> dict[str, Any]:
+    def _build_mapping(self, node: yaml.MappingNode, path: FieldPath, active: frozenset[int]) -> dict[str, Any]:
         merged = self._merge_keys(node)
         out: dict[str, Any] = {}
         own: set[str] = set()
@@ -156,9 +154,8 @@ def _first_line(exc: BaseException) -> str:
 
 def parse_yaml(text: str, file: str) -> Document:
     """Parse ``text`` into a :class:`Document`; syntax problems end up in ``issues``, never raised."""
-    loader = LineRecordingLoader(text, file)
     try:
-        data = loader.load_document()
+        return _parse(text, file)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
@@ -166,15 +163,21 @@ def parse_yaml(text: str, file: str) -> Document:
         return Document(file, None, issues=(FileIssue(file, line, "", f"YAML syntax error: {message}"),))
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, exc.position) + 1
-        return Document(
-            file, None, issues=(FileIssue(file, line, "", f"unreadable character: {exc.reason}"),)
-        )
+        char = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)
+        message = f"unreadable character {char}: {exc.reason}"
+        return Document(file, None, issues=(FileIssue(file, line, "", message),))
     except (yaml.YAMLError, RecursionError) as exc:
         message = "nested too deeply" if isinstance(exc, RecursionError) else _first_line(exc)
         return Document(file, None, issues=(FileIssue(file, 1, "", f"YAML error: {message}"),))
     except _TooLarge:
         message = f"the document expands to more than {MAX_NODES} values (aliases?)"
         return Document(file, None, issues=(FileIssue(file, 1, "", message),))
+
+
+def _parse(text: str, file: str) -> Document:
+    loader = LineRecordingLoader(text, file)
+    try:
+        data = loader.load_document()
     finally:
         loader.dispose()
     return Document(file, data, dict(loader.lines), tuple(loader.problems))
