@@ -226,9 +226,7 @@ def _prefix(request: JudgeRequest) -> str:
     n = len(request.claims)
     claim_lines = [f"[{i}] id={_quote(c.id)}: {_one_line(c.text)}" for i, c in enumerate(request.claims, 1)]
     parts.append(
-        f'# Claims\n<claims mode="{request.mode.value}" count="{n}">\n'
-        + "\n".join(claim_lines)
-        + "\n</claims>"
+        f'# Claims\n<claims mode="{request.mode.value}" count="{n}">\n' + "\n".join(claim_lines) + "\n</claims>"
     )
     return "\n\n".join(parts)
 

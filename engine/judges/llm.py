@@ -147,8 +147,7 @@ class LlmJudge(abc.ABC):
         turns = (*first.turns, ("user", double_check_turn()))
         second = await self._ask_valid(request, prompt, turns, tally)
         return tuple(
-            replace(new, first_value=old.value)
-            for new, old in zip(second.answers, first.answers, strict=True)
+            replace(new, first_value=old.value) for new, old in zip(second.answers, first.answers, strict=True)
         )
 
     async def _ask_valid(
@@ -173,9 +172,7 @@ class LlmJudge(abc.ABC):
                 reply = await self._send(prompt, turns)
             except TransientCallError as error:
                 if attempt >= self._policy.max_attempts:
-                    raise JudgeError(
-                        f"{self._name}: gave up after {attempt} attempts: {error.reason}"
-                    ) from None
+                    raise JudgeError(f"{self._name}: gave up after {attempt} attempts: {error.reason}") from None
                 delay = self._backoff(attempt, error.retry_after)
                 log.info("judge %s: %s; retry %d in %.3f s", self._name, error.reason, attempt, delay)
                 await asyncio.sleep(delay)

@@ -9,9 +9,7 @@ from engine.models import Event, EventKind, Persona
 
 
 def make_claims(count: int, *, prefix: str = "claim") -> tuple[Claim, ...]:
-    return tuple(
-        Claim(id=f"{prefix}-{i}", text=f"The agent satisfies property number {i}.") for i in range(count)
-    )
+    return tuple(Claim(id=f"{prefix}-{i}", text=f"The agent satisfies property number {i}.") for i in range(count))
 
 
 def make_persona(agent_id: str = "michael", name: str = "Michael Scott") -> Persona:
@@ -37,12 +35,8 @@ def make_event(
     return Event(agent_id, agent_name, text)
 
 
-def make_events(
-    count: int, *, agent_id: str = "michael", agent_name: str = "Michael Scott"
-) -> tuple[Event, ...]:
-    return tuple(
-        make_event(f"message number {i}", agent_id=agent_id, agent_name=agent_name) for i in range(count)
-    )
+def make_events(count: int, *, agent_id: str = "michael", agent_name: str = "Michael Scott") -> tuple[Event, ...]:
+    return tuple(make_event(f"message number {i}", agent_id=agent_id, agent_name=agent_name) for i in range(count))
 
 
 def make_request(

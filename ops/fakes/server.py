@@ -103,9 +103,7 @@ def auto_answer(prompt_text: str, answers: AutoAnswers, value: object = None) ->
     ids = ids[:count] or ["claim"]
 
     def entry(claim_id: str | None) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "reasoning": f"automatic answer of the fake server for {claim_id or 'the claim'}"
-        }
+        out: dict[str, Any] = {"reasoning": f"automatic answer of the fake server for {claim_id or 'the claim'}"}
         if claim_id is not None:
             out = {"id": claim_id, **out}
         if mode == "enumerate":
@@ -206,11 +204,7 @@ class FakeLlmServer(abc.ABC):
             headers = {} if behaviour.retry_after is None else {"retry-after": f"{behaviour.retry_after:g}"}
             return web.json_response(self._error_body(behaviour), status=behaviour.status, headers=headers)
         prompt_text = self.prompt_text(body)
-        text = (
-            behaviour.text
-            if behaviour.text is not None
-            else auto_answer(prompt_text, self.answers, behaviour.value)
-        )
+        text = behaviour.text if behaviour.text is not None else auto_answer(prompt_text, self.answers, behaviour.value)
         return web.json_response(self._success_body(body, text))
 
     @abc.abstractmethod

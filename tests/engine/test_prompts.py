@@ -79,8 +79,7 @@ def test_claims_are_in_the_prefix_and_evidence_in_the_variable_part() -> None:
     assert "message number 2" in prompt.variable and "message number 2" not in prompt.prefix
     assert "draft words" in prompt.variable
     assert prompt.cacheable_fraction() == pytest.approx(
-        (len(prompt.system) + len(prompt.prefix))
-        / (len(prompt.system) + len(prompt.prefix) + len(prompt.variable))
+        (len(prompt.system) + len(prompt.prefix)) / (len(prompt.system) + len(prompt.prefix) + len(prompt.variable))
     )
     assert 0 < prompt.cacheable_fraction() < 1
 
@@ -193,9 +192,7 @@ def test_nonce_is_stable_and_depends_on_the_evidence() -> None:
     request = make_request(events=make_events(3))
     assert build_prompt(request) == build_prompt(request)
     other = make_request(events=make_events(4))
-    assert DATA_OPEN.findall(build_prompt(request).variable) != DATA_OPEN.findall(
-        build_prompt(other).variable
-    )
+    assert DATA_OPEN.findall(build_prompt(request).variable) != DATA_OPEN.findall(build_prompt(other).variable)
 
 
 def test_nonce_avoids_codes_present_in_the_content(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -92,7 +92,9 @@ async def test_second_call_for_the_same_target_reads_the_cache(make_judge: MakeJ
 
 
 @pytest.mark.parametrize(
-    "failure", [Behaviour.rate_limited(), Behaviour.overloaded(), Behaviour.server_error(500)], ids=["429", "529", "500"]
+    "failure",
+    [Behaviour.rate_limited(), Behaviour.overloaded(), Behaviour.server_error(500)],
+    ids=["429", "529", "500"],
 )
 async def test_transient_failure_then_success(
     server: MessagesApiServer, make_judge: MakeJudge, failure: Behaviour
@@ -133,9 +135,7 @@ async def test_deadline_includes_retries(server: MessagesApiServer, make_judge: 
     assert 1 <= len(server.requests) <= 3
 
 
-async def test_malformed_answer_gets_one_repair_turn(
-    server: MessagesApiServer, make_judge: MakeJudge
-) -> None:
+async def test_malformed_answer_gets_one_repair_turn(server: MessagesApiServer, make_judge: MakeJudge) -> None:
     server.enqueue(Behaviour.malformed("Looks good, I'd say seven."), reply(7))
     result = await make_judge().evaluate(make_request())
     assert result.answers[0].value == 7
@@ -153,9 +153,7 @@ async def test_malformed_twice_is_an_output_error(server: MessagesApiServer, mak
     assert len(server.requests) == 2
 
 
-async def test_out_of_range_value_is_repaired_or_rejected(
-    server: MessagesApiServer, make_judge: MakeJudge
-) -> None:
+async def test_out_of_range_value_is_repaired_or_rejected(server: MessagesApiServer, make_judge: MakeJudge) -> None:
     server.enqueue(Behaviour.auto(value=12), reply(4))
     assert (await make_judge().evaluate(make_request())).answers[0].value == 4
     assert "not 12" in server.requests[1].body["messages"][2]["content"]
@@ -243,9 +241,7 @@ async def test_key_never_leaks(
     assert len(errors) == 2
     assert sent_key(server.requests[0]) == PLANTED_KEY  # the key was really used
     texts = [repr(judge), str(judge), judge.name, caplog.text, *(f"{e!s} {e!r}" for e in errors)]
-    texts += [str(e.__cause__) for e in errors] + [
-        str(e.__context__) for e in errors if not e.__suppress_context__
-    ]
+    texts += [str(e.__cause__) for e in errors] + [str(e.__context__) for e in errors if not e.__suppress_context__]
     assert caplog.records  # logging really was captured
     for text in texts:
         assert PLANTED_KEY not in text

@@ -65,9 +65,7 @@ def test_enumerate_counts_items() -> None:
 
 
 def batch_text(values: dict[str, object]) -> str:
-    return json.dumps(
-        {"results": [{"id": k, "reasoning": f"about {k}", "value": v} for k, v in values.items()]}
-    )
+    return json.dumps({"results": [{"id": k, "reasoning": f"about {k}", "value": v} for k, v in values.items()]})
 
 
 def test_batch_answers_follow_the_claim_order() -> None:
