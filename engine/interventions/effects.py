@@ -35,7 +35,7 @@ class Effect:
         """The directive text for ``agent_id`` at this step."""
         variables = {
             "agent_name": context.agent_name(agent_id),
-            "channel_name": context.channel or "",
+            "channel_name": context.channel_label(),
         }
         return render_claim(self.template_for(agent_id), variables)
 

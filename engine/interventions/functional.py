@@ -98,9 +98,7 @@ def max_messages(n: int) -> NamedFunctional:
 def channel_min_messages(n: int) -> NamedFunctional:
     """The channel trajectory holds at least ``n`` messages from anyone."""
     count = _count("channel_min_messages", n)
-    return NamedFunctional(
-        f"channel_min_messages({count})", lambda context: context.channel_action_count() >= count
-    )
+    return NamedFunctional(f"channel_min_messages({count})", lambda context: context.channel_action_count() >= count)
 
 
 @register_functional("every_n_steps")

@@ -110,9 +110,7 @@ class Intervention:
         concurrent: bool = False,
     ) -> InterventionBatch:
         """One intervention per agent, wrapped in a batch whose setters fan out to every member."""
-        return InterventionBatch(
-            [cls(agent, name=name, window=window, concurrent=concurrent) for agent in agents]
-        )
+        return InterventionBatch([cls(agent, name=name, window=window, concurrent=concurrent) for agent in agents])
 
     def _judged_steps(self, judge: Judge, context: StepContext) -> list[JudgedStep]:
         steps: list[JudgedStep] = []
@@ -196,7 +194,7 @@ async def _run_concurrently(steps: list[JudgedStep]) -> list[PreconditionResult]
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
     return [
-        task.result() if task.done() and not task.cancelled() else _skipped(kind, label)
+        task.result() if task.done() and not task.cancelled() and task.exception() is None else _skipped(kind, label)
         for task, (kind, label, _) in zip(tasks, steps, strict=True)
     ]
 

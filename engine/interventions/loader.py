@@ -114,9 +114,7 @@ def _functional(document: Document, base: FieldPath, entry: InterventionModel) -
 
 
 def _templates(document: Document, base: FieldPath, entry: InterventionModel) -> list[FileIssue]:
-    texts: list[tuple[FieldPath, str]] = [
-        ((*base, "effect", key), text) for key, text in entry.effect.items()
-    ]
+    texts: list[tuple[FieldPath, str]] = [((*base, "effect", key), text) for key, text in entry.effect.items()]
     pre = entry.preconditions
     if pre.textual is not None:
         texts.append(((*base, "preconditions", "textual"), pre.textual.claim))
@@ -131,9 +129,7 @@ def _templates(document: Document, base: FieldPath, entry: InterventionModel) ->
     return issues
 
 
-def _reference_of(
-    document: Document, path: FieldPath, name: str, model: PropositionalModel
-) -> PropositionRef:
+def _reference_of(document: Document, path: FieldPath, name: str, model: PropositionalModel) -> PropositionRef:
     inline = None
     if model.claim is not None:
         inline = InlineProposition(
@@ -153,9 +149,7 @@ def _reference_of(
     )
 
 
-def _spec(
-    document: Document, index: int, entry: InterventionModel, propositions_dir: Path
-) -> InterventionSpec:
+def _spec(document: Document, index: int, entry: InterventionModel, propositions_dir: Path) -> InterventionSpec:
     pre = entry.preconditions
     textual = None if pre.textual is None else TextualPrecondition(pre.textual.claim, pre.textual.scope)
     ref_path: FieldPath = ("interventions", index, "preconditions", "propositional")
@@ -187,9 +181,7 @@ def _read(path: Path, checker: _Checker) -> tuple[list[InterventionSpec], list[F
         return [], issues
     for index, entry in enumerate(model.interventions):
         issues.extend(checker.issues(document, index, entry))
-    specs = [
-        _spec(document, i, entry, checker.propositions_dir) for i, entry in enumerate(model.interventions)
-    ]
+    specs = [_spec(document, i, entry, checker.propositions_dir) for i, entry in enumerate(model.interventions)]
     return specs, issues
 
 

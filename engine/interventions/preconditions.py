@@ -63,7 +63,7 @@ class PropositionalPrecondition:
 def scoring_target(context: StepContext, scope: Scope) -> ScoringTarget:
     """The judged target: the targets' own histories, or the channel trajectory (no persona)."""
     names = context.target_names()
-    variables = {"agent_name": names, "channel_name": context.channel or ""}
+    variables = {"agent_name": names, "channel_name": context.channel_label()}
     if scope is Scope.CHANNEL:
         label = f"the conversation in {context.channel}" if context.channel else "the conversation"
         return ScoringTarget(target_name=label, events=tuple(context.trajectory), variables=variables)

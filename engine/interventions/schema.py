@@ -97,9 +97,7 @@ class PreconditionsModel(BaseModel):
         default_factory=dict, description="Named functional preconditions and their parameters, AND-ed."
     )
     textual: TextualModel | None = Field(None, description="A claim the judge checks true/false.")
-    propositional: PropositionalModel | None = Field(
-        None, description="A proposition with optional threshold."
-    )
+    propositional: PropositionalModel | None = Field(None, description="A proposition with optional threshold.")
 
     @field_validator("textual", mode="before")
     @classmethod

@@ -87,9 +87,7 @@ def resolve(
     if ref.dimension is None:
         raise _ref_error(spec, ref, "needs a dimension or an inline claim")
     if spec.propositions_dir is None:
-        raise ConfigurationError(
-            f"{spec.where()}: no propositions directory to resolve {ref.dimension.value}"
-        )
+        raise ConfigurationError(f"{spec.where()}: no propositions directory to resolve {ref.dimension.value}")
     key = (ref.dimension.value, agent_id)
     if key not in cache:
         cache[key] = load_set(spec.propositions_dir, ref.dimension, agent_id)

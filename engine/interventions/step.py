@@ -84,9 +84,7 @@ def _acting(intervention: Intervention, context: StepContext) -> list[str]:
     return [t for t in intervention.targets if t in context.agent_ids]
 
 
-async def _evaluate_one(
-    intervention: Intervention, judge: Judge, context: StepContext, remaining: float
-) -> StepResult:
+async def _evaluate_one(intervention: Intervention, judge: Judge, context: StepContext, remaining: float) -> StepResult:
     """One intervention's share of the pass: its outcome, or the targets it timed out or failed for."""
     acting = _acting(intervention, context)
     if not acting:
@@ -133,15 +131,13 @@ def repetition_pass(context: StepContext) -> StepResult:
         if not config.repetition_suppression_enabled:
             continue
         recent = context.recent_messages(agent_id)
-        found = repetition_directive(
-            agent_id, context.agent_name(agent_id), recent, config.repetition_threshold
-        )
+        found = repetition_directive(agent_id, context.agent_name(agent_id), recent, config.repetition_threshold)
         if found is not None:
             directives.append(found)
     return StepResult(directives=tuple(directives))
 
 
-async def directives_for_step(  # noqa: PLR0917 - the agreed call signature of the step agent
+async def directives_for_step(
     judge: Judge,
     step: StepRequestLike,
     configs: Mapping[str, AgentConfig],

@@ -74,6 +74,10 @@ class StepContext:
         persona = self.personas.get(agent_id)
         return persona.name if persona is not None else agent_id
 
+    def channel_label(self) -> str:
+        """The channel's name for templates; a direct conversation has none."""
+        return self.channel or "this conversation"
+
     def target_names(self) -> str:
         """The targets' display names joined for a claim's ``{{agent_name}}``."""
         return ", ".join(self.agent_name(a) for a in self.agent_ids)

@@ -50,9 +50,7 @@ def make_context(make_events: MakeEvents) -> MakeContext:
         configs: Mapping[str, AgentConfig] | None = None,
         step: int = 3,
     ) -> StepContext:
-        own: dict[str, list[str]] = {
-            a: [f"{a} says thing {i}" for i in range(n)] for a, n in (messages or {}).items()
-        }
+        own: dict[str, list[str]] = {a: [f"{a} says thing {i}" for i in range(n)] for a, n in (messages or {}).items()}
         own.update({a: list(t) for a, t in (texts or {}).items()})
         histories = {a: make_events(a, t) for a, t in own.items()}
         trajectory = [event for events in histories.values() for event in events]
@@ -75,8 +73,6 @@ def make_judge() -> MakeJudge:
     """``make_judge(rule, rule, default=9, default_check=True)``: a scripted judge with those rules."""
 
     def make(*rules: dict[str, Any], default: int = 9, default_check: bool = True) -> ScriptedJudge:
-        return ScriptedJudge.from_rules(
-            {"default": default, "default_check": default_check, "rules": list(rules)}
-        )
+        return ScriptedJudge.from_rules({"default": default, "default_check": default_check, "rules": list(rules)})
 
     return make

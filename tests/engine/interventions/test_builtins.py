@@ -21,9 +21,7 @@ CONVERGENCE_ON = AgentConfig(anti_convergence_enabled=True)
 
 
 @pytest.mark.parametrize(("configured", "score_threshold"), [(0.6, 5.4), (1.0, 9.0), (0.0, 0.0), (5.0, 5.0)])
-def test_convergence_threshold_is_a_fraction_of_nine_up_to_one(
-    configured: float, score_threshold: float
-) -> None:
+def test_convergence_threshold_is_a_fraction_of_nine_up_to_one(configured: float, score_threshold: float) -> None:
     assert convergence_score_threshold(configured) == pytest.approx(score_threshold)
 
 
@@ -48,10 +46,7 @@ async def test_variety_at_the_threshold_depends_on_the_textual_check(
     assert outcome.fired is fired
     assert judge.log.count(JudgeMode.CHECK) == 1
     request = judge.log.calls[0]
-    assert (
-        request.claims[0].text
-        == "Michael Scott has not proposed an entirely new idea in more than 10 events."
-    )
+    assert request.claims[0].text == "Michael Scott has not proposed an entirely new idea in more than 10 events."
     assert {e.agent_id for e in request.trajectory} == {"michael"}
     if fired:
         assert outcome.directives[0].kind == "variety"
@@ -77,9 +72,7 @@ async def test_anti_convergence_waits_for_a_few_channel_messages(
 ) -> None:
     judge = make_judge(default=0)
 
-    outcome = await anti_convergence("jim", CONVERGENCE_ON).evaluate(
-        judge, make_context(("jim",), messages={"jim": 3})
-    )
+    outcome = await anti_convergence("jim", CONVERGENCE_ON).evaluate(judge, make_context(("jim",), messages={"jim": 3}))
 
     assert not outcome.fired and judge.log.count() == 0
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from engine.errors import ConfigurationError
@@ -20,6 +22,14 @@ def test_variant_for_the_agent_and_default_for_the_others(make_context: MakeCont
     assert effect.render("michael", context) == "Michael Scott, tell a story."
     assert effect.render("dwight", context) == "Dwight Schrute, assert authority."
     assert effect.render("pam", context) == "Pam Beesly, say something new in sales."
+
+
+def test_a_step_without_channel_names_the_conversation(make_context: MakeContext) -> None:
+    context = replace(make_context(("jim",)), channel=None)
+
+    assert Effect("Back to {{channel_name}}, {{agent_name}}.").render("jim", context) == (
+        "Back to this conversation, Jim Halpert."
+    )
 
 
 def test_variants_cannot_be_changed_after_creation() -> None:

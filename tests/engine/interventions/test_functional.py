@@ -34,9 +34,7 @@ def test_min_messages_counts_each_targets_own_messages(make_context: MakeContext
     assert max_messages(3)(context.narrow(["jim"])) and not max_messages(2)(context.narrow(["jim"]))
 
 
-def test_stimuli_and_others_messages_are_not_counted(
-    make_context: MakeContext, make_events: MakeEvents
-) -> None:
+def test_stimuli_and_others_messages_are_not_counted(make_context: MakeContext, make_events: MakeEvents) -> None:
     base = make_context(("michael",), messages={"michael": 2})
     heard = make_events("michael", ["jim asks", "pam asks", "dwight asks"], kind=EventKind.STIMULUS)
     foreign = make_events("jim", ["jim's own message"])
@@ -90,9 +88,7 @@ def test_all_of_stops_at_the_first_false(make_context: MakeContext) -> None:
     assert seen == ["a", "b"] and combined.label == "a and b and c"
 
 
-def test_registered_factory_is_available_by_name(
-    make_context: MakeContext, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_registered_factory_is_available_by_name(make_context: MakeContext, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(functional, "_FACTORIES", dict(functional._FACTORIES))
 
     @register_functional("test_on_step")

@@ -57,9 +57,7 @@ async def test_without_threshold_the_check_decides(
     assert judge.log.count(JudgeMode.CHECK) == 1 and judge.log.count(JudgeMode.SCORE) == 0
 
 
-async def test_inverted_claim_is_flipped_before_the_threshold(
-    make_judge: MakeJudge, make_context: MakeContext
-) -> None:
+async def test_inverted_claim_is_flipped_before_the_threshold(make_judge: MakeJudge, make_context: MakeContext) -> None:
     anti = InlineProposition(id="rambles", claim="{{agent_name}} rambles", inverted=True)
     judge = make_judge({"proposition": "rambles", "value": 8})  # rambles a lot -> 9 - 8 = 1
 
@@ -134,9 +132,7 @@ async def test_false_textual_precondition_skips_the_propositional_call(
     make_judge: MakeJudge, make_context: MakeContext
 ) -> None:
     judge = make_judge({"proposition": "nudge:textual", "value": False}, default=0)
-    intervention = (
-        nudge().set_textual_precondition("{{agent_name}} is stuck").set_propositional_precondition(CLAIM, 5)
-    )
+    intervention = nudge().set_textual_precondition("{{agent_name}} is stuck").set_propositional_precondition(CLAIM, 5)
 
     outcome = await intervention.evaluate(judge, make_context())
 
@@ -169,9 +165,7 @@ async def test_concurrent_mode_cancels_the_slow_call_after_a_false_answer(
 
 async def test_concurrent_mode_fires_when_both_hold(make_judge: MakeJudge, make_context: MakeContext) -> None:
     judge = make_judge({"proposition": "stays-on-topic", "value": 2, "delay_s": 0.01})
-    intervention = (
-        nudge(concurrent=True).set_textual_precondition("x").set_propositional_precondition(CLAIM, 5)
-    )
+    intervention = nudge(concurrent=True).set_textual_precondition("x").set_propositional_precondition(CLAIM, 5)
 
     outcome = await intervention.evaluate(judge, make_context())
 

@@ -108,9 +108,7 @@ def test_valid_file_loads_into_specs(root: Path, write: WriteFile) -> None:
     assert second.targets == ("michael", "jim") and second.group and second.concurrent
     assert (second.window.first_n, second.window.last_n) == (2, 3)
     assert second.propositional is not None
-    assert second.propositional.inline == InlineProposition(
-        "disagree", "{{agent_name}} disagree", inverted=True
-    )
+    assert second.propositional.inline == InlineProposition("disagree", "{{agent_name}} disagree", inverted=True)
 
 
 def test_build_fans_out_per_agent_or_groups(root: Path, write: WriteFile) -> None:
@@ -217,17 +215,9 @@ def test_schema_rules_give_one_issue_each(root: Path, write: WriteFile) -> None:
 
     assert f"{path}:3: interventions.0.targets: 'all' cannot be combined with agent ids" in issues
     assert any(i.startswith(f"{path}:4: interventions.0.effect: needs a non-empty 'default'") for i in issues)
-    assert any(
-        i.startswith(f"{path}:8: interventions.1.preconditions.propositional: give either") for i in issues
-    )
-    assert any(
-        i.startswith(f"{path}:9: interventions.1.preconditions.textual.scope: input should be")
-        for i in issues
-    )
-    assert (
-        f"{path}:14: interventions.2.preconditions.propositional: threshold 12 is above the 0-9 scale"
-        in issues
-    )
+    assert any(i.startswith(f"{path}:8: interventions.1.preconditions.propositional: give either") for i in issues)
+    assert any(i.startswith(f"{path}:9: interventions.1.preconditions.textual.scope: input should be") for i in issues)
+    assert f"{path}:14: interventions.2.preconditions.propositional: threshold 12 is above the 0-9 scale" in issues
     assert len(issues) == 5  # the template typo is reported once the schema errors are fixed
 
 

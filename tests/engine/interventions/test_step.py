@@ -46,9 +46,7 @@ async def test_deadline_keeps_finished_directives_and_marks_the_rest_timed_out(
     assert result.judge_calls == 1 and judge.log.count() == 2  # "later" was never asked
 
 
-async def test_interventions_run_in_declaration_order_once(
-    make_judge: MakeJudge, make_context: MakeContext
-) -> None:
+async def test_interventions_run_in_declaration_order_once(make_judge: MakeJudge, make_context: MakeContext) -> None:
     judge = make_judge()
     interventions = [fires("b", claim="1"), fires("a", "jim", claim="2"), fires("c", "pam", claim="3")]
 
@@ -87,9 +85,7 @@ async def test_identical_requests_in_a_pass_share_one_judge_call(
     assert [o.judge_calls for o in result.outcomes] == [1, 0, 0]
 
 
-async def test_shared_judge_retries_a_failed_request(
-    make_judge: MakeJudge, make_context: MakeContext
-) -> None:
+async def test_shared_judge_retries_a_failed_request(make_judge: MakeJudge, make_context: MakeContext) -> None:
     calls: list[int] = []
 
     class Flaky:
@@ -147,9 +143,7 @@ async def test_directives_for_step_runs_repetition_then_builtins_then_custom(
     assert result.timed_out == () and result.for_agent("jim")[0].text == "prank Dwight"
 
 
-async def test_directives_for_step_defaults_to_no_corrections(
-    make_judge: MakeJudge, make_events: MakeEvents
-) -> None:
+async def test_directives_for_step_defaults_to_no_corrections(make_judge: MakeJudge, make_events: MakeEvents) -> None:
     judge = make_judge(default=0)
     history = make_events("pam", ["same words here"] * 5)
 
