@@ -16,8 +16,9 @@ The name of the recorded judge is deliberately **not** part of the fingerprint: 
 in tests must serve the same requests as one recorded with Anthropic. The recorded name is kept on every line
 for provenance. When a fingerprint occurs more than once, the last line wins (a re-recording appends).
 
-A request the cassette has no line for raises :class:`~engine.errors.CassetteMiss` naming the fingerprint;
-there is never a default answer.
+A replayed result carries the recorded usage and call count (what the recorded call spent), so cost reports of
+a replayed run match the recorded one. A request the cassette has no line for raises
+:class:`~engine.errors.CassetteMiss` naming the fingerprint; there is never a default answer.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,17 +34,17 @@ from typing import Any
 from engine.errors import CassetteMiss, ConfigurationError
 from engine.judges.base import ClaimAnswer, Judge, JudgeRequest, JudgeResult
 from engine.models import TokenUsage
-from engine.prompts import build_prompt
+from engine.prompts import Prompt, build_prompt
 
 FINGERPRINT_VERSION = 1
 
 
-def fingerprint(request: JudgeRequest) -> str:
+def fingerprint(request: JudgeRequest, prompt: Prompt | None = None) -> str:
     """The cassette key of ``request`` (independent of the judge that answers it)."""
     canonical = json.dumps(
         {
             "version": FINGERPRINT_VERSION,
-            "prompt": build_prompt(request).full_text(),
+            "prompt": (prompt or build_prompt(request)).full_text(),
             "mode": request.mode.value,
             "claim_ids": [claim.id for claim in request.claims],
             "double_check": request.double_check,
@@ -83,7 +85,9 @@ class ReplayJudge:
         return len(self._recordings)
 
     async def evaluate(self, request: JudgeRequest) -> JudgeResult:
-        key = fingerprint(request)
+        started = time.perf_counter()
+        prompt = build_prompt(request)
+        key = fingerprint(request, prompt)
         recording = self._recordings.get(key)
         if recording is None:
             raise CassetteMiss(key, str(self._path))
@@ -92,7 +96,9 @@ class ReplayJudge:
             judge=self.name,
             usage=recording.usage,
             calls=recording.calls,
-            latency_ms=0.0,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            prompt_chars=len(prompt.full_text()),
+            cacheable_prefix_chars=prompt.cacheable_chars(),
         )
 
 

@@ -45,6 +45,7 @@ async def test_record_then_replay_gives_identical_answers(tmp_path: Path, script
         replayed = await replay.evaluate(request)
         assert replayed.answers == original.answers
         assert replayed.judge == "replay:run"
+        assert replayed.prompt_chars > replayed.cacheable_prefix_chars > 0
     lines = [json.loads(line) for line in cassette.read_text().splitlines()]
     assert [line["judge"] for line in lines] == ["scripted:fixture"] * 3
     assert lines[0]["request"]["claims"][1] == {"id": "claim-1", "text": "The agent satisfies property number 1."}
