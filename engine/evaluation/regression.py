@@ -1,0 +1,136 @@
+"""Comparing a harness result with golden baselines.
+
+- **regression**: the current score is more than :data:`REGRESSION_DROP` (1.0) below the baseline score.
+- **interval**: a 95 % percentile-bootstrap interval of ``mean(current units) - mean(baseline units)``,
+  resampling each side's unit scores independently (per-message scores for agent-level dimensions,
+  per-channel scores for environment-level ones; see :mod:`engine.evaluation.units`). It needs at least
+  two units on each side and is not computed for ideas quantity, a count.
+- **likely regression**: a regression whose interval lies entirely below 0 (the drop is unlikely to be
+  sampling noise). Without an interval a regression is never "likely".
+- **stale**: the proposition set or persona changed since the baseline (content hashes differ); a stale
+  dimension is reported and not compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from engine.evaluation.baseline import Baseline, BaselineDimension
+from engine.evaluation.harness import AgentResult, DimensionResult
+from engine.models import Dimension
+from engine.statistics import bootstrap_diff_ci
+
+REGRESSION_DROP = 1.0
+INTERVAL_LEVEL = 0.95
+MIN_UNITS = 2
+
+
+class Verdict(StrEnum):
+    OK = "ok"
+    REGRESSION = "regression"
+    LIKELY_REGRESSION = "likely regression"
+    STALE = "stale"
+    NO_BASELINE = "no baseline"
+
+
+@dataclass(frozen=True, slots=True)
+class DimensionComparison:
+    agent_id: str
+    current: DimensionResult
+    baseline: float | None
+    delta: float | None
+    regression: bool
+    likely_regression: bool
+    stale: bool
+    interval: tuple[float, float] | None
+    verdict: Verdict
+
+    @property
+    def dimension(self) -> Dimension:
+        return self.current.dimension
+
+    @property
+    def score(self) -> float:
+        return self.current.score
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    judge: str
+    comparisons: tuple[DimensionComparison, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def regressions(self) -> tuple[DimensionComparison, ...]:
+        return tuple(c for c in self.comparisons if c.regression)
+
+    @property
+    def stale(self) -> tuple[DimensionComparison, ...]:
+        return tuple(c for c in self.comparisons if c.stale)
+
+    def agents(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(c.agent_id for c in self.comparisons))
+
+    def for_agent(self, agent_id: str) -> tuple[DimensionComparison, ...]:
+        return tuple(c for c in self.comparisons if c.agent_id == agent_id)
+
+
+def difference_interval(
+    baseline_units: Sequence[float], current_units: Sequence[float], *, seed: int = 0
+) -> tuple[float, float] | None:
+    """Bootstrap interval of the mean difference (current - baseline), or None with too few units."""
+    if len(baseline_units) < MIN_UNITS or len(current_units) < MIN_UNITS:
+        return None
+    return bootstrap_diff_ci(baseline_units, current_units, level=INTERVAL_LEVEL, seed=seed)
+
+
+def compare_dimension(
+    agent_id: str, current: DimensionResult, baseline: BaselineDimension | None
+) -> DimensionComparison:
+    if baseline is None:
+        return DimensionComparison(agent_id, current, None, None, False, False, False, None, Verdict.NO_BASELINE)
+    if baseline.content_hash != current.content_hash:
+        return DimensionComparison(agent_id, current, baseline.score, None, False, False, True, None, Verdict.STALE)
+    delta = current.score - baseline.score
+    regression = delta < -REGRESSION_DROP
+    interval = None
+    if current.dimension is not Dimension.IDEAS_QUANTITY:
+        interval = difference_interval(baseline.units, current.units)
+    likely = regression and interval is not None and interval[1] < 0
+    verdict = Verdict.LIKELY_REGRESSION if likely else Verdict.REGRESSION if regression else Verdict.OK
+    return DimensionComparison(agent_id, current, baseline.score, delta, regression, likely, False, interval, verdict)
+
+
+def compare_agent(result: AgentResult, baseline: Baseline | None) -> tuple[DimensionComparison, ...]:
+    stored = baseline.dimensions if baseline is not None else {}
+    return tuple(compare_dimension(result.agent_id, d, stored.get(d.dimension)) for d in result.dimensions)
+
+
+def build_report(
+    judge: str,
+    results: Sequence[AgentResult],
+    baselines: dict[str, Baseline | None],
+    messages_sha256: str | None = None,
+) -> Report:
+    """Compare every agent with its baseline and collect notes about what differs besides scores."""
+    comparisons: list[DimensionComparison] = []
+    notes: list[str] = []
+    for result in results:
+        baseline = baselines.get(result.agent_id)
+        comparisons.extend(compare_agent(result, baseline))
+        if baseline is None:
+            notes.append(f"{result.agent_id}: no baseline; create one with `drift eval baseline`")
+            continue
+        if baseline.judge and baseline.judge != judge:
+            notes.append(f"{result.agent_id}: baseline judged by {baseline.judge}, this run by {judge}")
+        if messages_sha256 and baseline.messages_sha256 and baseline.messages_sha256 != messages_sha256:
+            notes.append(f"{result.agent_id}: the baseline was computed on a different conversation")
+    stale_agents = sorted({c.agent_id for c in comparisons if c.stale})
+    if stale_agents:
+        notes.append(
+            f"stale baseline(s) for {', '.join(stale_agents)}: propositions or persona changed; "
+            "regenerate with `drift eval baseline`"
+        )
+    return Report(judge, tuple(comparisons), tuple(notes))
