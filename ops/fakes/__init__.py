@@ -1,1 +1,1 @@
-"""Test doubles for the network services persona-drift talks to."""
+"""Test doubles: local fake LLM servers (Anthropic Messages API, chat completions) and judge-request factories."""
