@@ -19,7 +19,6 @@ Definitions, for word n-grams (default n = 3) over the last ``window`` (5) messa
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -48,15 +47,25 @@ class RepetitionResult:
 
 def repetition_of_grams(gram_lists: Sequence[Sequence[str]]) -> RepetitionResult:
     """Hot path: repetition of messages given as their *distinct* n-grams (``TokenizedMessage.grams``)."""
-    total = sum(map(len, gram_lists))
-    if not total:
+    # Set algebra in C first (the whole check takes about half the time it did counting every n-gram with a
+    # Counter, measured); the per-gram Python work below only touches the few n-grams that recur.
+    seen: set[str] = set()
+    recurring: set[str] = set()
+    for grams in gram_lists:
+        recurring.update(seen.intersection(grams))
+        seen.update(grams)
+    if not recurring:
         return RepetitionResult(0.0, ())
-    # One C-level count over all messages (measured ~40% faster than per-message updates); a Counter keeps
-    # first-seen order, which is the tie-break of the stable sort below.
-    counts = Counter(chain.from_iterable(gram_lists))
-    repeated = sorted((item for item in counts.items() if item[1] > 1), key=lambda item: -item[1])
-    hits = sum(count for _, count in repeated)
-    return RepetitionResult(hits / total, tuple(gram for gram, _ in repeated))
+    counts: dict[str, int] = {}
+    first: dict[str, tuple[int, int]] = {}
+    for i, grams in enumerate(gram_lists):
+        for gram in recurring.intersection(grams):
+            if gram in counts:
+                counts[gram] += 1
+            else:
+                counts[gram], first[gram] = 1, (i, grams.index(gram))
+    ordered = sorted(counts, key=lambda gram: (-counts[gram], first[gram]))
+    return RepetitionResult(sum(counts.values()) / sum(map(len, gram_lists)), tuple(ordered))
 
 
 def repetition_of_tokens(token_lists: Sequence[Sequence[str]], n: int = 3) -> RepetitionResult:
