@@ -9,6 +9,7 @@ DriftError
 │   └── CassetteMiss          a replay judge has no recording for a fingerprint
 ├── PayloadError              a topic payload could not be decoded or validated
 └── ServiceError              the broker, database or embedded stack failed
+    └── ReplyTimeout          no verdict / directives record arrived in time (client SDK)
 """
 
 from __future__ import annotations
@@ -72,3 +73,7 @@ class PayloadError(DriftError):
 
 class ServiceError(DriftError):
     """The broker, the database or the embedded stack failed."""
+
+
+class ReplyTimeout(ServiceError):
+    """The gate did not answer (verdict or directives) within the client's timeout."""

@@ -27,6 +27,7 @@ def run_worker(
     app, runtime = build_app(settings, judge, partitions=partitions)
     runtime.on_ready = on_ready
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, loop=loop, redirect_stdouts=False)
+    worker.spinner = None  # its cursor escapes would garble the 'ready' line and piped output
     logging.getLogger("faust").setLevel(loglevel)
     try:
         worker.execute_from_commandline()

@@ -1,0 +1,176 @@
+"""Client SDK for orchestrators: publish drafts and steps, await verdicts and directives.
+
+    from streams.client import GateClient
+
+    async with GateClient("127.0.0.1:9092") as gate:          # also reads DRIFT_BROKER
+        verdict = await gate.check(agent_id="michael", text="...")
+        final = await gate.converse(agent_id="michael", text="...", regenerate=regen)  # regen(feedback) -> str
+
+Many concurrent calls share one producer and one consumer; replies are matched by draft id and attempt
+(verdicts) or by run id and step (directives). The consumer reads the reply topics without a consumer group,
+from their end at start-up, so a client is ready at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, Self
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from engine.errors import ConfigurationError, PayloadError, ReplyTimeout
+from engine.settings import Settings
+from streams.kafka import client_kwargs, consumer_kwargs, start_with_retry
+from streams.payloads import Directives, Draft, Message, Step, Verdict, decode, encode
+from streams.topics import Topics
+
+Regenerate = Callable[[str], str | Awaitable[str]]
+
+
+class GateClient:
+    def __init__(
+        self,
+        bootstrap: str | None = None,
+        *,
+        prefix: str | None = None,
+        settings: Settings | None = None,
+        timeout_s: float = 30.0,
+    ) -> None:
+        base = settings or Settings.from_env()
+        self.settings = base.with_(broker=bootstrap, topic_prefix=prefix)
+        self.topics = Topics(self.settings.topic_prefix)
+        self.timeout_s = timeout_s
+        self._producer: AIOKafkaProducer | None = None
+        self._consumer: AIOKafkaConsumer | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._waiting: dict[tuple[str, str, int], asyncio.Future[Any]] = {}
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        self._producer = AIOKafkaProducer(**client_kwargs(self.settings), linger_ms=1)
+        await start_with_retry(self._producer, self.settings.broker, 15.0)
+        self._consumer = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
+        await start_with_retry(self._consumer, self.settings.broker, 15.0)
+        partitions = [
+            TopicPartition(topic, p)
+            for topic in (self.topics.verdicts, self.topics.directives)
+            for p in (self._consumer.partitions_for_topic(topic) or await self._partitions(topic))
+        ]
+        self._consumer.assign(partitions)
+        await self._consumer.seek_to_end(*partitions)
+        for tp in partitions:
+            await self._consumer.position(tp)
+        self._reader = asyncio.create_task(self._read())
+
+    async def _partitions(self, topic: str) -> set[int]:
+        assert self._consumer is not None
+        topics = await self._consumer.topics()
+        if topic not in topics:
+            raise ConfigurationError(f"topic {topic} does not exist: run 'drift topics create' (prefix?)")
+        return self._consumer.partitions_for_topic(topic) or set()
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            await asyncio.gather(self._reader, return_exceptions=True)
+        for future in self._waiting.values():
+            future.cancel()
+        if self._consumer is not None:
+            await self._consumer.stop()
+        if self._producer is not None:
+            await self._producer.stop()
+
+    async def _read(self) -> None:
+        assert self._consumer is not None
+        async for record in self._consumer:
+            try:
+                reply: Verdict | Directives
+                if record.topic == self.topics.verdicts:
+                    reply = decode(Verdict, record.value)
+                    key = ("verdict", reply.draft_id, reply.attempt)
+                else:
+                    reply = decode(Directives, record.value)
+                    key = ("step", reply.run_id, reply.step)
+            except PayloadError:
+                continue
+            future = self._waiting.pop(key, None)
+            if future is not None and not future.done():
+                future.set_result(reply)
+
+    async def _request(
+        self, key: tuple[str, str, int], topic: str, record_key: str, value: bytes, timeout: float
+    ) -> Any:
+        assert self._producer is not None, "use 'async with GateClient(...)'"
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[key] = future
+        await self._producer.send(topic, value, key=record_key.encode())
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            raise ReplyTimeout(f"no reply for {key[0]} {key[1]} #{key[2]} within {timeout:g}s") from None
+        finally:
+            self._waiting.pop(key, None)
+
+    async def check(
+        self,
+        *,
+        agent_id: str,
+        text: str,
+        channel: str | None = None,
+        run_id: str | None = None,
+        draft_id: str | None = None,
+        attempt: int = 1,
+        timeout_s: float | None = None,
+        **fields: Any,
+    ) -> Verdict:
+        """Publish one draft attempt and wait for its verdict (raises :class:`ReplyTimeout`)."""
+        draft = Draft(draft_id=draft_id or uuid.uuid4().hex, attempt=attempt, agent_id=agent_id, text=text,
+                      channel=channel, run_id=run_id, **fields)  # fmt: skip
+        verdict: Verdict = await self._request(
+            ("verdict", draft.draft_id, draft.attempt), self.topics.drafts, agent_id, encode(draft),
+            timeout_s or self.timeout_s,
+        )  # fmt: skip
+        return verdict
+
+    async def converse(
+        self, *, agent_id: str, text: str, regenerate: Regenerate, max_attempts: int = 20, **fields: Any
+    ) -> Verdict:
+        """Check, regenerate with the feedback and check again until the gate commits or rejects."""
+        draft_id = fields.pop("draft_id", None) or uuid.uuid4().hex
+        for attempt in range(1, max_attempts + 1):
+            verdict = await self.check(agent_id=agent_id, text=text, draft_id=draft_id, attempt=attempt, **fields)
+            if verdict.decision != "retry":
+                return verdict
+            new_text = regenerate(verdict.feedback or "")
+            text = await new_text if inspect.isawaitable(new_text) else new_text
+        raise ReplyTimeout(f"draft {draft_id} still asked for a retry after {max_attempts} attempts")
+
+    async def step(
+        self,
+        *,
+        run_id: str,
+        step: int,
+        agent_ids: list[str],
+        channel: str | None = None,
+        timeout_s: float | None = None,
+    ) -> Directives:
+        """Announce a step and wait for its directives record."""
+        record = Step(run_id=run_id, step=step, agent_ids=agent_ids, channel=channel)
+        directives: Directives = await self._request(
+            ("step", run_id, step), self.topics.steps, run_id, encode(record), timeout_s or self.timeout_s
+        )
+        return directives
+
+    async def publish_message(self, message: Message) -> None:
+        """Publish a committed event (a stimulus, or an action that bypassed the gate) to the history."""
+        assert self._producer is not None
+        await self._producer.send_and_wait(self.topics.messages, encode(message), key=message.agent_id.encode())

@@ -1,0 +1,44 @@
+"""Shared fixtures. End-to-end tests get the embedded stack (real Tansu, real PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streams.embedded import free_port, start_broker, start_database
+from streams.store import Store
+from tests.stack import Scenario, Stack
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Stack]:
+    # pgserver runs PostgreSQL as an unprivileged user when we are root: pytest's 0700 temp dirs won't do.
+    root = Path(tempfile.mkdtemp(prefix="drift-e2e-"))
+    root.chmod(0o755)
+    database = start_database(root)
+    broker = start_broker(free_port(), log_file=root / "tansu.log")
+
+    async def migrate() -> None:
+        async with await Store.connect(database.url) as store:
+            await store.migrate()
+
+    asyncio.run(migrate())
+    yield Stack(broker, database)
+    broker.stop()
+    database.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def scenario(stack: Stack, tmp_path: Path) -> Iterator[Scenario]:
+    """A fresh topic prefix (topics, consumer group, changelogs) on the shared stack."""
+    prefix = f"t{uuid.uuid4().hex[:8]}."
+    item = Scenario(stack, prefix, tmp_path)
+    yield item
+    item.close()

@@ -1,0 +1,174 @@
+"""The embedded stack for end-to-end tests: a real Tansu broker, a real PostgreSQL, real `drift worker` processes.
+
+One broker and one database serve the whole session; every test gets its own topic prefix (so its own
+topics, consumer group and changelogs) and its own agent ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from engine.settings import Settings
+from streams.embedded import EmbeddedBroker, EmbeddedDatabase, free_port
+from streams.kafka import create_topics
+
+REPO = Path(__file__).resolve().parents[1]
+DRIFT = str(Path(sys.executable).parent / "drift")
+
+
+@dataclass
+class Stack:
+    broker: EmbeddedBroker
+    database: EmbeddedDatabase
+
+    def settings(self, prefix: str, **changes: Any) -> Settings:
+        return Settings(broker=self.broker.bootstrap, database_url=self.database.url, topic_prefix=prefix, **changes)
+
+
+@dataclass
+class Worker:
+    """A `drift worker` subprocess."""
+
+    args: list[str]
+    env: dict[str, str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    ready_line: str = ""
+    starts: int = 0
+
+    def start(self, timeout_s: float = 45.0) -> Worker:
+        self.starts += 1
+        log = open(self.log_path, "ab")  # noqa: SIM115 - closed when the process ends
+        self.process = subprocess.Popen(self.args, env=self.env, stdout=subprocess.PIPE, stderr=log, cwd=REPO)
+        self.ready_line = self._await_ready(timeout_s)
+        return self
+
+    def _await_ready(self, timeout_s: float) -> str:
+        assert self.process is not None and self.process.stdout is not None
+        selector = selectors.DefaultSelector()
+        selector.register(self.process.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout_s
+        buffer = b""
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                break
+            if selector.select(timeout=0.2):
+                chunk = os.read(self.process.stdout.fileno(), 4096)
+                buffer += chunk
+                for line in buffer.decode(errors="replace").splitlines():
+                    if line.startswith("ready"):
+                        return line
+        self.stop()
+        output = buffer.decode(errors="replace")[-4000:]
+        raise AssertionError(
+            f"worker not ready in {timeout_s}s; stdout:\n{output}\nstderr:\n{self.log_path.read_text()[-4000:]}"
+        )
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@dataclass
+class Scenario:
+    """One test's slice of the stack: a topic prefix, a settings object and its workers."""
+
+    stack: Stack
+    prefix: str
+    tmp: Path
+    workers: list[Worker] = field(default_factory=list)
+
+    @property
+    def settings(self) -> Settings:
+        return self.stack.settings(self.prefix)
+
+    def agent(self, name: str) -> str:
+        return f"{name}-{self.prefix.strip('.')}"
+
+    async def create_topics(self, partitions: int = 3) -> None:
+        await create_topics(self.settings, partitions=partitions)
+
+    def worker(self, *extra: str, judge: str | None = None, env: dict[str, str] | None = None) -> Worker:
+        args = [DRIFT, "worker", "--prefix", self.prefix, *extra]
+        if judge:
+            args += ["--judge", judge]
+        environ = {
+            **os.environ,
+            "DRIFT_BROKER": self.stack.broker.bootstrap,
+            "DRIFT_DATABASE_URL": self.stack.database.url,
+            "DRIFT_WEB_PORT": str(free_port()),
+            "DRIFT_JUDGE_DEADLINE_S": "1.5",
+            **(env or {}),
+        }
+        environ.pop("ANTHROPIC_API_KEY", None)
+        worker = Worker(args, environ, self.tmp / f"worker-{len(self.workers)}.log")
+        self.workers.append(worker)
+        return worker
+
+    def rules(self, text: str) -> str:
+        path = self.tmp / f"rules-{uuid.uuid4().hex[:6]}.yaml"
+        path.write_text(text)
+        return f"scripted:{path}"
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+
+
+async def read_topic(settings: Settings, topic: str, count: int, timeout_s: float = 20.0) -> list[dict[str, Any]]:
+    """Read ``count`` JSON records of ``topic`` from the beginning (all partitions)."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.broker, fetch_max_wait_ms=10, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or set()]
+        if not partitions:
+            await consumer.topics()
+            partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or set()]
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        records: list[dict[str, Any]] = []
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while len(records) < count and asyncio.get_running_loop().time() < deadline:
+            batch = await consumer.getmany(timeout_ms=200)
+            for messages in batch.values():
+                records.extend(orjson.loads(m.value) for m in messages)
+        return records
+    finally:
+        await consumer.stop()
+
+
+async def eventually(check: Any, timeout_s: float = 15.0, interval_s: float = 0.2) -> Any:
+    """Await ``check()`` until it returns a truthy value."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        value = await check()
+        if value or asyncio.get_running_loop().time() > deadline:
+            return value
+        await asyncio.sleep(interval_s)
+
+
+def outcomes(verdicts: Sequence[Any]) -> list[str]:
+    return [v.outcome for v in verdicts]

@@ -1,0 +1,245 @@
+"""End-to-end: the gate on the embedded broker and embedded PostgreSQL, with real `drift worker` processes."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+import uuid
+from typing import Any
+
+import orjson
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from streams.client import GateClient
+from streams.client_admin import publish_config
+from streams.store import Store
+from tests.stack import DRIFT, Scenario, eventually, read_topic
+
+pytestmark = pytest.mark.e2e
+
+RULES = """
+default: 9
+rules:
+  - message_contains: "slow"
+    value: 8
+    delay_s: 4
+  - proposition: "adherence-[mv]*"      # the two positive adherence claims
+    message_contains: "boring"
+    value: 2
+    reasoning: "dry and impersonal, nothing like the persona"
+  - proposition: "adherence-[mv]*"
+    message_contains: "dull"
+    value: 3
+  - proposition: "adherence-[gb]*"      # the inverted claims: not observed
+    value: 0
+"""
+
+
+async def configure(scenario: Scenario, agent: str, **changes: Any) -> None:
+    async with await Store.connect(scenario.settings.database()) as store:
+        config = await store.set_config(agent, changes)
+    await publish_config(scenario.settings, agent, config.model_dump())
+
+
+async def started(scenario: Scenario, rules: str = RULES) -> GateClient:
+    await scenario.create_topics()
+    scenario.worker(judge=scenario.rules(rules)).start()
+    return await GateClient(settings=scenario.settings, timeout_s=20).__aenter__()
+
+
+async def rows(scenario: Scenario, sql: str, *args: Any) -> list[Any]:
+    async with await Store.connect(scenario.settings.database()) as store:
+        return list(await store.pool.fetch(sql, *args))
+
+
+async def test_outcomes_pass_retry_forced_reject(scenario: Scenario) -> None:
+    michael, dwight, jim = scenario.agent("michael"), scenario.agent("dwight"), scenario.agent("jim")
+    gate = await started(scenario)
+    try:
+        await configure(scenario, michael, gate_adherence_enabled=True)
+        await configure(scenario, dwight, gate_adherence_enabled=True, max_correction_attempts=1)
+        await configure(
+            scenario, jim, gate_adherence_enabled=True, max_correction_attempts=1, continue_on_failure=False
+        )
+        await asyncio.sleep(0.5)
+
+        passed = await gate.check(agent_id=michael, text="That's what she said!")
+        assert (passed.decision, passed.outcome, passed.scores["adherence"].score) == ("commit", "passed", 9.0)
+
+        first = await gate.check(agent_id=michael, text="A boring status update.", draft_id="m-1")
+        assert (first.decision, first.outcome) == ("retry", "corrected")
+        assert first.feedback and "adherence" in first.feedback and "dry and impersonal" in first.feedback
+        second = await gate.check(agent_id=michael, text="I am the world's best boss!", draft_id="m-1", attempt=2)
+        assert (second.decision, second.outcome, second.committed_attempt) == ("commit", "passed_after_retry", 2)
+
+        await gate.check(agent_id=dwight, text="A dull remark.", draft_id="d-1")
+        forced = await gate.check(agent_id=dwight, text="A boring remark.", draft_id="d-1", attempt=2)
+        assert (forced.decision, forced.outcome) == ("commit", "forced_through")
+        assert (forced.text, forced.committed_attempt) == ("A dull remark.", 1)  # best total score wins
+
+        await gate.check(agent_id=jim, text="boring", draft_id="j-1")
+        rejected = await gate.check(agent_id=jim, text="still boring", draft_id="j-1", attempt=2)
+        assert (rejected.decision, rejected.outcome) == ("reject", "rejected")
+    finally:
+        await gate.close()
+
+    assert await eventually(lambda: _count(scenario, [michael, dwight, jim], 7))
+    logged = await rows(
+        scenario, "SELECT outcome FROM correction_logs WHERE agent_id = $1 ORDER BY attempt_number", michael
+    )
+    assert [r["outcome"] for r in logged if r["outcome"] != "passed"] == ["corrected", "passed_after_retry"]
+
+
+async def _count(scenario: Scenario, agents: list[str], expected: int) -> bool:
+    found = await rows(scenario, "SELECT 1 FROM correction_logs WHERE agent_id = ANY($1)", agents)
+    return len(found) == expected
+
+
+async def test_timeout_similarity_and_disabled_gate(scenario: Scenario) -> None:
+    pam, angela, kevin = scenario.agent("pam"), scenario.agent("angela"), scenario.agent("kevin")
+    gate = await started(scenario)
+    try:
+        await configure(scenario, pam, gate_adherence_enabled=True, gate_fluency_enabled=True)
+        await configure(scenario, angela, gate_similarity_enabled=True)
+        await configure(scenario, kevin, gate_enabled=False, gate_adherence_enabled=True)
+        await asyncio.sleep(0.5)
+
+        timed = await gate.check(agent_id=pam, text="a slow answer about art")
+        assert (timed.decision, timed.outcome) == ("commit", "timeout_pass_through")
+        assert all(s.timed_out and s.passed for s in timed.scores.values())
+        assert timed.latency_ms < 3500  # the 1.5 s deadline, not the 4 s judge
+
+        first = await gate.check(agent_id=angela, text="The party planning committee meets at noon sharp.")
+        assert first.outcome == "passed" and first.similarity is not None and first.similarity.passed
+        again = await gate.check(agent_id=angela, text="The party planning committee meets at noon, sharp!")
+        assert again.decision == "retry" and again.similarity is not None and not again.similarity.passed
+        assert again.similarity.most_similar == "The party planning committee meets at noon sharp."
+        assert again.feedback and "similarity" in again.feedback
+
+        started_at = time.monotonic()
+        free = await gate.check(agent_id=kevin, text="a slow and boring message")
+        assert (free.decision, free.outcome, free.scores, free.judge) == ("commit", "passed", {}, None)
+        assert time.monotonic() - started_at < 3.0  # no judge call (the rule would delay 4 s)
+    finally:
+        await gate.close()
+
+
+async def test_config_change_is_picked_up_live_via_cli(scenario: Scenario) -> None:
+    oscar = scenario.agent("oscar")
+    gate = await started(scenario)
+    try:
+        before = await gate.check(agent_id=oscar, text="boring facts about accounting")
+        assert before.outcome == "passed" and before.scores == {}  # every correction is off by default
+        env = scenario.workers[0].env
+        done = subprocess.run(
+            [DRIFT, "config", "set", oscar, "gate_adherence_enabled=true", "--prefix", scenario.prefix],
+            env=env, capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        changed_at = time.monotonic()
+        await asyncio.sleep(2.0)
+        after = await gate.check(agent_id=oscar, text="boring facts about accounting")
+        assert after.decision == "retry", f"config not applied {time.monotonic() - changed_at:.1f}s after set"
+
+        bad = subprocess.run(
+            [DRIFT, "config", "set", oscar, "gate_adherense_enabled=true"],
+            env=env, capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+        assert bad.returncode == 2 and "did you mean 'gate_adherence_enabled'" in bad.stderr
+        assert "Traceback" not in bad.stderr
+    finally:
+        await gate.close()
+
+
+async def test_bad_payloads_go_to_the_dlq_and_processing_goes_on(scenario: Scenario) -> None:
+    stanley = scenario.agent("stanley")
+    gate = await started(scenario)
+    producer = AIOKafkaProducer(bootstrap_servers=scenario.settings.broker)
+    await producer.start()
+    try:
+        topic = scenario.settings.topic("drafts")
+        bad = [
+            (b"not json at all", stanley.encode()),
+            (orjson.dumps([1, 2, 3]), stanley.encode()),
+            (orjson.dumps({"draft_id": "x", "agent_id": stanley}), stanley.encode()),  # no text
+            (orjson.dumps({"draft_id": "y" * 200, "agent_id": stanley, "text": "hi"}), stanley.encode()),
+            (orjson.dumps({"draft_id": "z", "agent_id": stanley, "text": "hi"}), b"someone-else"),
+        ]
+        for value, key in bad:
+            await producer.send_and_wait(topic, value, key=key)
+        verdict = await gate.check(agent_id=stanley, text="Did I stutter?")
+        assert verdict.outcome == "passed"
+    finally:
+        await producer.stop()
+        await gate.close()
+    letters = await read_topic(scenario.settings, scenario.settings.topic("dlq"), 5)
+    assert len(letters) == 5
+    reasons = " | ".join(letter["error"] for letter in letters)
+    for expected in ("not valid JSON", "must be a JSON object", "text: Field required", "draft_id", "must equal"):
+        assert expected in reasons
+    assert all(letter["source_topic"] == scenario.settings.topic("drafts") for letter in letters)
+
+
+async def test_verdicts_are_readable_by_confluent_kafka(scenario: Scenario) -> None:
+    from confluent_kafka import Consumer
+
+    meredith = scenario.agent("meredith")
+    gate = await started(scenario)
+    try:
+        sent = await gate.check(agent_id=meredith, text="Is it Friday yet?")
+    finally:
+        await gate.close()
+    consumer = Consumer({"bootstrap.servers": scenario.settings.broker, "group.id": f"cf-{uuid.uuid4().hex[:6]}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
+    consumer.subscribe([scenario.settings.topic("verdicts")])
+    try:
+        found: dict[str, Any] | None = None
+        deadline = time.monotonic() + 30
+        while found is None and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                assert message.key() == meredith.encode()
+                found = orjson.loads(message.value() or b"{}")
+        assert found is not None and found["draft_id"] == sent.draft_id and found["outcome"] == "passed"
+    finally:
+        consumer.close()
+
+
+async def test_sigkill_mid_stream_every_draft_gets_a_verdict_without_duplicate_rows(scenario: Scenario) -> None:
+    agents = [scenario.agent(f"a{i}") for i in range(4)]
+    await scenario.create_topics()
+    worker = scenario.worker(judge=scenario.rules("default: 9\n")).start()
+    producer = AIOKafkaProducer(bootstrap_servers=scenario.settings.broker, linger_ms=5)
+    await producer.start()
+    drafts = [(f"k{i}", agents[i % 4]) for i in range(400)]
+    try:
+        for n, (draft_id, agent) in enumerate(drafts):
+            value = orjson.dumps({"draft_id": draft_id, "agent_id": agent, "text": f"message number {n} from {agent}"})
+            await producer.send(scenario.settings.topic("drafts"), value, key=agent.encode())
+            if n == 200:
+                await producer.flush()
+                await asyncio.sleep(0.05)
+                worker.kill()
+        await producer.flush()
+    finally:
+        await producer.stop()
+    worker.start()
+    verdicts = await read_topic(scenario.settings, scenario.settings.topic("verdicts"), 10_000, timeout_s=25)
+    assert {v["draft_id"] for v in verdicts} == {d for d, _ in drafts}
+
+    async def all_rows() -> bool:
+        found = await rows(scenario, "SELECT count(*) AS n FROM correction_logs WHERE agent_id = ANY($1)", agents)
+        return bool(found[0]["n"] == len(drafts))
+
+    assert await eventually(all_rows, timeout_s=20)
+    duplicates = await rows(
+        scenario,
+        "SELECT draft_id FROM correction_logs WHERE agent_id = ANY($1) GROUP BY draft_id, attempt_number "
+        "HAVING count(*) > 1",
+        agents,
+    )
+    assert duplicates == []
+    messages = await rows(scenario, "SELECT count(*) AS n FROM run_messages WHERE agent_id = ANY($1)", agents)
+    assert messages[0]["n"] == len(drafts)
