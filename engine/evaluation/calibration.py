@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from engine.evaluation.run import evaluate_agent
 from engine.evaluation.scorers import DEFAULT_OPTIONS, ScoringOptions
 from engine.judges.base import Judge
 from engine.models import Dimension, Event, EventKind
+from engine.personas import load_persona
 from engine.statistics import quadratic_weighted_kappa, spearman_rho
 
 CALIBRATION_CHANNEL = "calibration"
@@ -139,8 +140,12 @@ async def calibrate(
     """Score every item with ``judge`` and compare with its label, per dimension."""
     pairs: dict[Dimension, list[tuple[float, int]]] = {}
     for item in items:
+        persona = load_persona(propositions_dir, item.agent_id)
+        events = item.events
+        if persona is not None:  # plain-text messages are named after the persona, as in a conversation
+            events = tuple(replace(e, agent_name=persona.name) if e.agent_name == item.agent_id else e for e in events)
         evaluation = await evaluate_agent(
-            judge, item.agent_id, item.events, [item.dimension], propositions_dir, options=options
+            judge, item.agent_id, events, [item.dimension], propositions_dir, persona=persona, options=options
         )
         pairs.setdefault(item.dimension, []).append((evaluation.run.score(item.dimension).score, item.label))
     return tuple(summarise(d, pairs[d]) for d in Dimension if d in pairs)

@@ -8,7 +8,7 @@
 - **likely regression**: a regression whose interval lies entirely below 0 (the drop is unlikely to be
   sampling noise). Without an interval a regression is never "likely".
 - **stale**: the proposition set or persona changed since the baseline (content hashes differ); a stale
-  dimension is reported and not compared.
+  dimension is reported with its delta for information but never counts as a regression.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from engine.statistics import bootstrap_diff_ci
 REGRESSION_DROP = 1.0
 INTERVAL_LEVEL = 0.95
 MIN_UNITS = 2
+DELTA_DIGITS = 4
 
 
 class Verdict(StrEnum):
@@ -86,14 +87,20 @@ def difference_interval(
     return bootstrap_diff_ci(baseline_units, current_units, level=INTERVAL_LEVEL, seed=seed)
 
 
+def _delta(current: float, baseline: float) -> float:
+    """Rounded like the stored baselines, so an unchanged score gives exactly 0 (never -0.0)."""
+    return round(current - baseline, DELTA_DIGITS) + 0.0
+
+
 def compare_dimension(
     agent_id: str, current: DimensionResult, baseline: BaselineDimension | None
 ) -> DimensionComparison:
+    """Verdict for one dimension; a stale baseline shows its delta but is never a regression."""
     if baseline is None:
         return DimensionComparison(agent_id, current, None, None, False, False, False, None, Verdict.NO_BASELINE)
+    delta = _delta(current.score, baseline.score)
     if baseline.content_hash != current.content_hash:
-        return DimensionComparison(agent_id, current, baseline.score, None, False, False, True, None, Verdict.STALE)
-    delta = current.score - baseline.score
+        return DimensionComparison(agent_id, current, baseline.score, delta, False, False, True, None, Verdict.STALE)
     regression = delta < -REGRESSION_DROP
     interval = None
     if current.dimension is not Dimension.IDEAS_QUANTITY:

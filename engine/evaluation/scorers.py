@@ -120,8 +120,15 @@ async def score_adherence(
 async def score_consistency(
     judge: Judge, pset: PropositionSet, subject: AgentSubject, options: ScoringOptions = DEFAULT_OPTIONS
 ) -> DimensionScore:
-    """The agent's later messages against its earlier ones (9 for every proposition without history)."""
-    return await _score(judge, pset, _agent_target(subject), options)
+    """The agent's later messages against its earlier ones.
+
+    With fewer than two messages there is nothing to be consistent with: the target is given no history, so
+    every proposition scores 9 without a judge call (as for a first action at the gate).
+    """
+    target = _agent_target(subject)
+    if len(subject.own_actions()) < 2:
+        target = replace(target, events=())
+    return await _score(judge, pset, target, options)
 
 
 async def score_fluency(
