@@ -3,11 +3,14 @@
 It is clearly labelled (name ``offline-heuristic (no LLM)``, every reasoning starts with
 ``[offline heuristic]``) and fully deterministic. How it answers:
 
-* **score** starts at 6 and moves with surface signals of the judged text (the draft action, or the whole
-  trajectory in offline evaluation): up to +2 for words shared with the claim, up to +1 for words shared
-  with the persona specification (when one is given), down by up to 4 for repeated word trigrams (against
-  the agent's earlier messages for a draft; within the trajectory otherwise) and by 1 per generic stock
-  phrase ("circle back", "synergy", …, at most 3). No text at all scores 9 (missing data counts as true).
+* **score** reads surface signals of the judged text (the draft action, or the whole trajectory in offline
+  evaluation): words shared with the persona specification and with the claim, repeated word trigrams
+  (against the agent's earlier messages for a draft; within the trajectory otherwise), generic stock
+  phrases ("circle back", "synergy", …), bland agreement ("totally agree", "great idea") and very short
+  messages. A claim that describes a *flaw* (generic, repetitive, dry, corporate, echoing…, the claims
+  proposition files mark ``inverted``) starts at 1 and rises with evidence of the flaw; any other claim
+  starts at 5 and rises with persona vocabulary, falling with the flaw signals. No text at all scores 9
+  (missing data counts as true).
 * **check** handles two kinds of claim specially: claims about ideas (true when idea-like proposals occur in
   the last 10 events, or when none occur if the claim is negated) and claims about agreement (same with
   agreement phrases). Any other claim is true when its score would be at least 5.
@@ -15,8 +18,7 @@ It is clearly labelled (name ``offline-heuristic (no LLM)``, every reasoning sta
   …); sentences whose content words (no stop words) overlap by 60 % or more count once.
 
 Limits: it reads words, not meaning. It cannot tell sarcasm, paraphrase or persona from topic; every claim
-is treated as describing desirable behaviour (inverted claims are flipped later by scoring, as for any
-judge, so their offline values are not informative); and its numbers are not comparable with an LLM's.
+is classified as a flaw or a behaviour by its words alone; and its numbers are not comparable with an LLM's.
 """
 
 from __future__ import annotations
@@ -121,26 +123,68 @@ class OfflineJudge:
         return ClaimAnswer(claim.id, value, reasoning, first_value=value if request.double_check else None)
 
 
-def _score(request: JudgeRequest, claim_text: str) -> tuple[int, str]:
+_FLAW_TEXT = """generic repeat repeats repeated repetitive dry contradict contradicts corporate breaks bland template
+formulaic echo echoes echoing derail derails betray betrays assistant sudden parrot parrots copies flat
+impersonal stock boilerplate agree agrees agreement single same"""
+_FLAW_WORDS = frozenset(_FLAW_TEXT.split())
+_AGREEMENT = re.compile(r"\b(agree[sd]?|totally|exactly|absolutely|same here|great idea|love it)\b")
+
+
+def _is_flaw_claim(claim_text: str) -> bool:
+    """Claims that describe a flaw (the anti-patterns that proposition files mark ``inverted``)."""
+    return bool(set(words(claim_text)) & _FLAW_WORDS)
+
+
+def _signals(request: JudgeRequest, claim_text: str) -> dict[str, float]:
     text = request.judged_text()
-    if not text.strip():
-        return 9, f"{_LABEL} there is no text to judge; missing data counts as true -> 9"
     names = content_words(f"{request.target_name} {request.agent_id or ''}")
     seen = content_words(text)
     claim_words = content_words(claim_text) - names
-    claim_cover = len(claim_words & seen) / len(claim_words) if claim_words else 0.0
-    persona_shared = 0
+    persona = -1.0
     if request.persona is not None:
-        persona_shared = len((content_words(request.persona.render()) - names) & seen)
-    repetition = _repetition(request)
-    generic = [phrase for phrase in _GENERIC if phrase in text.lower()][:3]
-    raw = 6 + 2 * claim_cover + min(persona_shared / 5, 1.0) - 4 * repetition - len(generic)
-    score = max(0, min(9, round(raw)))
-    reasoning = (
-        f"{_LABEL} claim words found {claim_cover:.0%}, persona words shared {persona_shared}, "
-        f"repeated trigrams {repetition:.0%}, stock phrases {generic or 'none'} -> {score}"
+        persona = float(len((content_words(request.persona.render()) - names) & seen))
+    return {
+        "claim_cover": len(claim_words & seen) / len(claim_words) if claim_words else 0.0,
+        "persona_words": persona,
+        "repetition": _repetition(request),
+        "stock_phrases": float(len([phrase for phrase in _GENERIC if phrase in text.lower()][:3])),
+        "agreement": float(len(_AGREEMENT.findall(text.lower()))),
+        "short": float(len(words(text)) < 8),
+    }
+
+
+def _flaw_score(sig: dict[str, float]) -> float:
+    """How strongly the text shows a flaw: 1 with no evidence, up with each signal."""
+    no_persona = 1.5 if sig["persona_words"] == 0 else 0.0
+    return (
+        1
+        + 2 * sig["stock_phrases"]
+        + 6 * sig["repetition"]
+        + 1.5 * min(sig["agreement"], 2)
+        + no_persona
+        + sig["short"]
     )
-    return score, reasoning
+
+
+def _virtue_score(sig: dict[str, float]) -> float:
+    """How well the text shows a desirable behaviour: persona vocabulary up, flaws down."""
+    persona_bonus = min(sig["persona_words"] / 2, 3.0) if sig["persona_words"] >= 0 else 0.0
+    return (
+        5 + persona_bonus + 2 * sig["claim_cover"] - 4 * sig["repetition"] - 1.5 * sig["stock_phrases"]
+        - 1.5 * min(sig["agreement"], 2) - sig["short"]
+    )  # fmt: skip
+
+
+def _score(request: JudgeRequest, claim_text: str) -> tuple[int, str]:
+    if not request.judged_text().strip():
+        return 9, f"{_LABEL} there is no text to judge; missing data counts as true -> 9"
+    sig = _signals(request, claim_text)
+    flaw = _is_flaw_claim(claim_text)
+    raw = _flaw_score(sig) if flaw else _virtue_score(sig)
+    score = max(0, min(9, round(raw)))
+    shown = ", ".join(f"{k} {v:.2g}" for k, v in sig.items() if v > 0)
+    kind = "evidence of the flaw" if flaw else "evidence of the behaviour"
+    return score, f"{_LABEL} {kind}: {shown or 'none'} -> {score}"
 
 
 def _repetition(request: JudgeRequest) -> float:

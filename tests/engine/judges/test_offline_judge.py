@@ -72,3 +72,23 @@ async def test_check_handles_idea_and_agreement_claims() -> None:
     assert await value_of(JudgeMode.CHECK, claim="agents agree", action=None, events=agreeing) is True
     other = await value_of(JudgeMode.CHECK, claim="Michael is kind", action="Michael is kind and warm.")
     assert other is True
+
+
+async def test_flaw_claims_rise_with_evidence_of_the_flaw() -> None:
+    claim = "Michael gives a generic, corporate answer with no personality"
+    clean = await value_of(
+        claim=claim, action="Let me tell you about my first sale, it was pure magic.", persona=make_persona()
+    )
+    corporate = await value_of(
+        claim=claim, action="Going forward, let's circle back and leverage synergy.", persona=make_persona()
+    )
+    assert clean <= 3
+    assert corporate >= clean + 4
+
+
+async def test_bland_agreement_lowers_a_behaviour_score() -> None:
+    own_voice = await value_of(
+        action="Let me tell a funny story about the warehouse and my family here.", persona=make_persona()
+    )
+    echo = await value_of(action="Great idea, I totally agree.", persona=make_persona())
+    assert echo < own_voice

@@ -1,0 +1,178 @@
+"""``drift demo``: the main job end to end on the embedded stack, as an orchestrator would use it.
+
+Starts embedded Tansu + PostgreSQL, runs a gate worker, enables the gate for the sample cast, plays the
+bundled Office conversation through the gate (stimuli straight to the history, every action as a draft),
+prints each verdict live and a summary, then stops everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from streams.cli.common import JudgeOpt, settings_from
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from engine.models import Event
+    from engine.settings import Settings
+    from streams.client import GateClient
+    from streams.payloads import Verdict
+
+app = typer.Typer()
+
+SAMPLE = Path(__file__).resolve().parents[2] / "ops" / "examples" / "office_conversation.jsonl"
+DEMO_CONFIG: dict[str, Any] = {
+    "gate_adherence_enabled": True,
+    "gate_fluency_enabled": True,
+    "gate_similarity_enabled": True,
+    "gate_adherence_threshold": 5.0,
+    "gate_fluency_threshold": 5.0,
+    "max_correction_attempts": 1,
+}
+STYLE = {"passed": "green", "passed_after_retry": "cyan", "corrected": "yellow", "forced_through": "magenta",
+         "timeout_pass_through": "blue", "rejected": "red"}  # fmt: skip
+
+
+@app.command()
+def demo(
+    conversation: Annotated[Path, typer.Option(help="Conversation to play (JSONL events).")] = SAMPLE,
+    judge: JudgeOpt = None,
+    keep: Annotated[bool, typer.Option(help="Keep the embedded database directory afterwards.")] = False,
+) -> None:
+    """Play the sample conversation through the gate on the embedded stack; print verdicts and a summary."""
+    from rich.console import Console
+
+    from engine.evaluation.messages import read_messages
+    from streams.embedded import free_port, start_broker, start_database
+
+    console = Console()
+    events = read_messages(conversation).events
+    settings = settings_from(judge=judge, prefix="demo.")
+    root = Path(tempfile.mkdtemp(prefix="drift-demo-"))
+    root.chmod(0o755)  # PostgreSQL runs as an unprivileged user when started by root
+    console.print(f"[bold]persona-drift demo[/] · {len(events)} events from {conversation.name}")
+    database = start_database(root)
+    broker = start_broker(free_port(), log_file=root / "tansu.log")
+    settings = settings.with_(broker=broker.bootstrap, database_url=database.url, web_port=free_port())
+    worker: subprocess.Popen[bytes] | None = None
+    try:
+        asyncio.run(_prepare(settings, events))
+        worker = _start_worker(settings, root, console)
+        asyncio.run(_play(settings, events, console))
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(timeout=30)
+        broker.stop()
+        database.stop()
+        if not keep:
+            import shutil
+
+            shutil.rmtree(root, ignore_errors=True)
+
+
+async def _prepare(settings: Settings, events: tuple[Event, ...]) -> None:
+    from streams.kafka import create_topics
+    from streams.store import Store
+
+    async with await Store.connect(settings.database()) as store:
+        await store.migrate()
+        for agent in sorted({e.agent_id for e in events if e.kind.value == "action"}):
+            await store.set_config(agent, DEMO_CONFIG)
+    await create_topics(settings)
+
+
+def _start_worker(settings: Settings, root: Path, console: Console) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "DRIFT_BROKER": settings.broker, "DRIFT_DATABASE_URL": settings.database(),
+           "DRIFT_WEB_PORT": str(settings.web_port), "DRIFT_TOPIC_PREFIX": settings.topic_prefix}  # fmt: skip
+    args = [sys.executable, "-m", "streams.cli", "worker"]
+    if settings.judge:
+        args += ["--judge", settings.judge]
+    log = open(root / "worker.log", "ab")  # noqa: SIM115 - owned by the child process
+    process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=log)  # noqa: S603
+    assert process.stdout is not None
+    started = time.monotonic()
+    for raw in process.stdout:
+        line = raw.decode(errors="replace").strip()
+        if line.startswith("ready"):
+            console.print(f"[dim]{line} ({time.monotonic() - started:.1f}s)[/]")
+            return process
+    from engine.errors import ServiceError
+
+    raise ServiceError(f"the worker exited before it was ready; see {root / 'worker.log'}")
+
+
+async def _play(settings: Settings, events: tuple[Event, ...], console: Console) -> None:
+    from streams.client import GateClient
+
+    verdicts: list[Verdict] = []
+    async with GateClient(settings=settings, timeout_s=60) as gate:
+        for n, event in enumerate(events):
+            if event.kind.value == "stimulus":
+                await _publish_stimulus(gate, event, n)
+                console.print(f"[dim]{event.source or 'facilitator'} → {event.channel}: {event.text[:90]}[/]")
+                continue
+            verdict = await gate.converse(
+                agent_id=event.agent_id, text=event.text, agent_name=event.agent_name, channel=event.channel,
+                run_id="demo", regenerate=_resubmit(event.text),
+            )  # fmt: skip
+            verdicts.append(verdict)
+            _print_verdict(console, event, verdict)
+    _print_summary(console, verdicts)
+
+
+def _resubmit(text: str) -> Callable[[str], str]:
+    """The demo has no generator LLM: it resubmits the draft unchanged, so retries end forced through."""
+    return lambda _feedback: text
+
+
+async def _publish_stimulus(gate: GateClient, event: Event, n: int) -> None:
+    from streams.payloads import Message
+
+    await gate.publish_message(
+        Message(message_id=f"demo-stimulus-{n}", agent_id=event.agent_id, agent_name=event.agent_name,
+                text=event.text, kind="stimulus", source=event.source, channel=event.channel, run_id="demo")
+    )  # fmt: skip
+
+
+def _print_verdict(console: Console, event: Event, verdict: Verdict) -> None:
+    scores = " ".join(f"{d}={s.score:.1f}" for d, s in verdict.scores.items())
+    sim = f" sim={verdict.similarity.score:.2f}" if verdict.similarity else ""
+    style = STYLE.get(verdict.outcome, "white")
+    console.print(
+        f"[bold]{event.agent_name:<15}[/] [{style}]{verdict.outcome:<20}[/] {scores}{sim} "
+        f"[dim]{verdict.latency_ms:.0f} ms · {event.text[:60]}[/]"
+    )
+
+
+def _print_summary(console: Console, verdicts: list[Verdict]) -> None:
+    from rich.table import Table
+
+    outcomes = Counter(v.outcome for v in verdicts)
+    table = Table(title=f"summary · judge: {verdicts[0].judge if verdicts else '-'}")
+    table.add_column("outcome")
+    table.add_column("drafts", justify="right")
+    for outcome, count in outcomes.most_common():
+        table.add_row(outcome, str(count))
+    console.print(table)
+    by_dim: dict[str, list[float]] = {}
+    for verdict in verdicts:
+        for dim, score in verdict.scores.items():
+            if not score.timed_out:
+                by_dim.setdefault(dim, []).append(score.score)
+    means = ", ".join(f"{d} {sum(v) / len(v):.2f}" for d, v in by_dim.items())
+    latencies = sorted(v.latency_ms for v in verdicts)
+    p50 = latencies[len(latencies) // 2] if latencies else 0.0
+    console.print(f"mean scores: {means}\nverdict latency p50: {p50:.0f} ms over {len(verdicts)} drafts")
