@@ -12,8 +12,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from engine.interventions.schema import InterventionFileModel
 from engine.models import Persona
 from engine.propositions import PropositionFile
+from streams.payloads import TOPIC_MODELS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ID_PREFIX = "urn:persona-drift:"
@@ -23,6 +25,8 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMAS: dict[str, type[BaseModel]] = {
     "schemas/propositions.schema.json": PropositionFile,
     "schemas/persona.schema.json": Persona,
+    "schemas/interventions.schema.json": InterventionFileModel,
+    **{f"schemas/topics/{topic}.schema.json": model for topic, model in TOPIC_MODELS.items()},
 }
 
 REGENERATE_COMMAND = ".venv/bin/python -m ops.schemas"
