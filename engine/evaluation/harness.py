@@ -18,7 +18,7 @@ from engine.evaluation.scorers import DEFAULT_OPTIONS, ChannelCache, ScoringOpti
 from engine.evaluation.subjects import AgentSubject, acting_agents, agent_subject
 from engine.evaluation.units import message_score, message_units
 from engine.judges.base import Judge
-from engine.models import Dimension, Event, TargetType
+from engine.models import Dimension, Event, Persona, TargetType
 from engine.personas import load_persona
 from engine.propositions import PropositionSet, load_set
 from engine.scoring import DimensionScore
@@ -108,6 +108,21 @@ async def _units(
     return tuple(await gather_all([message_score(judge, pset, subject, u, options) for u in units]))
 
 
+def _dimension_result(
+    pset: PropositionSet, persona: Persona | None, evaluations: Sequence[AgentEvaluation], units: tuple[float, ...]
+) -> DimensionResult:
+    repeats = tuple(e.run.score(pset.dimension).score for e in evaluations)
+    return DimensionResult(
+        dimension=pset.dimension,
+        score=sum(repeats) / len(repeats),
+        detail=evaluations[0].run.score(pset.dimension),
+        pset=pset,
+        content_hash=content_hash(pset, persona),
+        repeat_scores=repeats,
+        units=units,
+    )
+
+
 async def evaluate_one(
     judge: Judge,
     events: Sequence[Event],
@@ -135,20 +150,9 @@ async def evaluate_one(
     first = evaluations[0]
     subject = agent_subject(events, agent_id, persona)
     results = []
-    for dimension, pset in psets.items():
-        repeats = tuple(e.run.score(dimension).score for e in evaluations)
+    for pset in psets.values():
         units = await _units(judge, pset, first, subject, options.scoring) if options.unit_scores else ()
-        results.append(
-            DimensionResult(
-                dimension=dimension,
-                score=sum(repeats) / len(repeats),
-                detail=first.run.score(dimension),
-                pset=pset,
-                content_hash=content_hash(pset, persona),
-                repeat_scores=repeats,
-                units=units,
-            )
-        )
+        results.append(_dimension_result(pset, persona, evaluations, units))
     return AgentResult(agent_id, subject.agent_name, first.run, tuple(results))
 
 

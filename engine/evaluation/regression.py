@@ -9,6 +9,8 @@
   sampling noise). Without an interval a regression is never "likely".
 - **stale**: the proposition set or persona changed since the baseline (content hashes differ); a stale
   dimension is reported with its delta for information but never counts as a regression.
+- **other judge**: the baseline was produced by a different judge (say, scripted rules vs a live model);
+  scores of different judges are not comparable, so these dimensions are shown and not compared either.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class Verdict(StrEnum):
     REGRESSION = "regression"
     LIKELY_REGRESSION = "likely regression"
     STALE = "stale"
+    OTHER_JUDGE = "other judge"
     NO_BASELINE = "no baseline"
 
 
@@ -93,14 +96,18 @@ def _delta(current: float, baseline: float) -> float:
 
 
 def compare_dimension(
-    agent_id: str, current: DimensionResult, baseline: BaselineDimension | None
+    agent_id: str, current: DimensionResult, baseline: BaselineDimension | None, *, same_judge: bool = True
 ) -> DimensionComparison:
-    """Verdict for one dimension; a stale baseline shows its delta but is never a regression."""
+    """Verdict for one dimension; a stale or other-judge baseline shows its delta but is never a regression."""
     if baseline is None:
         return DimensionComparison(agent_id, current, None, None, False, False, False, None, Verdict.NO_BASELINE)
     delta = _delta(current.score, baseline.score)
     if baseline.content_hash != current.content_hash:
         return DimensionComparison(agent_id, current, baseline.score, delta, False, False, True, None, Verdict.STALE)
+    if not same_judge:
+        return DimensionComparison(
+            agent_id, current, baseline.score, delta, False, False, False, None, Verdict.OTHER_JUDGE
+        )
     regression = delta < -REGRESSION_DROP
     interval = None
     if current.dimension is not Dimension.IDEAS_QUANTITY:
@@ -110,9 +117,13 @@ def compare_dimension(
     return DimensionComparison(agent_id, current, baseline.score, delta, regression, likely, False, interval, verdict)
 
 
-def compare_agent(result: AgentResult, baseline: Baseline | None) -> tuple[DimensionComparison, ...]:
+def compare_agent(result: AgentResult, baseline: Baseline | None, judge: str) -> tuple[DimensionComparison, ...]:
+    """Every dimension of the agent; a baseline made by another judge is shown but not compared."""
     stored = baseline.dimensions if baseline is not None else {}
-    return tuple(compare_dimension(result.agent_id, d, stored.get(d.dimension)) for d in result.dimensions)
+    same_judge = baseline is None or not baseline.judge or baseline.judge == judge
+    return tuple(
+        compare_dimension(result.agent_id, d, stored.get(d.dimension), same_judge=same_judge) for d in result.dimensions
+    )
 
 
 def build_report(
@@ -126,12 +137,15 @@ def build_report(
     notes: list[str] = []
     for result in results:
         baseline = baselines.get(result.agent_id)
-        comparisons.extend(compare_agent(result, baseline))
+        comparisons.extend(compare_agent(result, baseline, judge))
         if baseline is None:
             notes.append(f"{result.agent_id}: no baseline; create one with `drift eval baseline`")
             continue
         if baseline.judge and baseline.judge != judge:
-            notes.append(f"{result.agent_id}: baseline judged by {baseline.judge}, this run by {judge}")
+            notes.append(
+                f"{result.agent_id}: baseline judged by {baseline.judge}, this run by {judge}: scores are shown, "
+                "not compared"
+            )
         if messages_sha256 and baseline.messages_sha256 and baseline.messages_sha256 != messages_sha256:
             notes.append(f"{result.agent_id}: the baseline was computed on a different conversation")
     stale_agents = sorted({c.agent_id for c in comparisons if c.stale})

@@ -22,8 +22,11 @@ _VERDICT_MARKS = {
     Verdict.REGRESSION: "❌ regression",
     Verdict.LIKELY_REGRESSION: "❌ likely regression",
     Verdict.STALE: "⚠️ stale baseline",
+    Verdict.OTHER_JUDGE: "⚠️ other judge",
     Verdict.NO_BASELINE: "➖ no baseline",
 }
+
+_NOT_COMPARED = frozenset({Verdict.STALE, Verdict.NO_BASELINE, Verdict.OTHER_JUDGE})
 
 
 def _num(value: float | None, digits: int = 2, signed: bool = False) -> str:
@@ -174,7 +177,7 @@ def _testcase(suite: ET.Element, agent: str, c: DimensionComparison) -> None:
     if c.regression:
         failure = ET.SubElement(case, "failure", message=f"{c.verdict.value}: {detail}", type=c.verdict.value)
         failure.text = "\n".join(f"[{p.id}] {p.score:.2f}: {p.reasoning}" for p in c.current.detail.propositions)
-    elif c.verdict in {Verdict.STALE, Verdict.NO_BASELINE}:
+    elif c.verdict in _NOT_COMPARED:
         ET.SubElement(case, "skipped", message=c.verdict.value)
     ET.SubElement(case, "system-out").text = detail
 
@@ -196,7 +199,7 @@ def render_junit(report: Report) -> str:
             tests=str(len(comparisons)),
             failures=str(sum(1 for c in comparisons if c.regression)),
             errors="0",
-            skipped=str(sum(1 for c in comparisons if c.verdict in {Verdict.STALE, Verdict.NO_BASELINE})),
+            skipped=str(sum(1 for c in comparisons if c.verdict in _NOT_COMPARED)),
         )
         for c in comparisons:
             _testcase(suite, agent, c)

@@ -125,11 +125,6 @@ def parse_dimensions(value: str | None) -> tuple[Dimension, ...]:
     return tuple(dict.fromkeys(known[n] for n in names))
 
 
-def _status(message: str) -> None:
-    if sys.stderr.isatty():
-        print(message, file=sys.stderr)
-
-
 @contextlib.contextmanager
 def progress_bar(total: int, label: str) -> Iterator[Any]:
     """A rich progress bar on stderr when it is a terminal; a no-op callback otherwise."""

@@ -192,6 +192,19 @@ async def test_editing_a_persona_makes_adherence_stale_only(
     assert [c.dimension for c in report.stale] == [Dimension.ADHERENCE]  # the other sets hide the persona
 
 
+async def test_a_baseline_from_another_judge_is_shown_not_compared(
+    cast_tree: Path, scripted: JudgeFactory, sample_events: tuple[Event, ...]
+) -> None:
+    before = await _evaluate(scripted(default=9), sample_events, cast_tree, ("jim",))
+    baselines: dict[str, Baseline | None] = {"jim": baseline_from_result(before[0], "anthropic:model", None)}
+    report = build_report(
+        "scripted:inline", await _evaluate(scripted(default=2), sample_events, cast_tree, ("jim",)), baselines
+    )
+    assert report.regressions == ()
+    assert {c.verdict for c in report.comparisons} == {Verdict.OTHER_JUDGE}
+    assert all(c.delta is not None and c.delta < -1 for c in report.comparisons if c.dimension is Dimension.FLUENCY)
+
+
 def test_intervals_need_two_units_per_side() -> None:
     assert difference_interval([1.0], [1.0, 2.0]) is None
     low, high = difference_interval([5.0, 5.0, 5.0], [3.0, 3.0, 3.0]) or (0.0, 0.0)

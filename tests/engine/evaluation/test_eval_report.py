@@ -32,7 +32,9 @@ async def report(proposition_tree: TreeFactory, scripted: JudgeFactory, sample_e
     options = HarnessOptions(DIMS, root)
     agents = ("jim", "pam", "kevin")
     before = await evaluate_cast(scripted(default=8, default_count=5), sample_events, agents, options)
-    baselines: dict[str, Baseline | None] = {r.agent_id: baseline_from_result(r, "scripted:old", None) for r in before}
+    baselines: dict[str, Baseline | None] = {
+        r.agent_id: baseline_from_result(r, "scripted:inline", None) for r in before
+    }
     pam = baselines["pam"]
     assert pam is not None
     stale = BaselineDimension(score=8.0, content_hash="0" * 64)

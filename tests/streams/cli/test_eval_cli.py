@@ -78,12 +78,22 @@ def test_the_shipped_baselines_match_the_sample_run(invoke: Invoke) -> None:
     assert scores[("dwight", "fluency")] < scores[("jim", "fluency")]  # Dwight repeats his title
     assert scores[("michael", "consistency")] < scores[("oscar", "consistency")]  # the jargon slip
     assert all(scores[(a, "ideas_quantity")] == 10.0 for a in CAST)
+    dwight = {p["id"]: p for p in document["agents"]["dwight"]["adherence"]["propositions"]}
+    # Dwight's set is hard: inverted first (9 - raw), then x0.8 below 9
+    assert {k: dwight["dwight-easy-with-jim"][k] for k in ("raw", "score", "inverted", "hard")} == {
+        "raw": 0,
+        "score": 9.0,
+        "inverted": True,
+        "hard": True,
+    }
+    assert dwight["adherence-generic-assistant"]["raw"] == 6 and dwight["adherence-generic-assistant"]["score"] == 2.4
+    assert dwight["adherence-voice-and-style"]["weight"] == 0.8
 
 
 def test_regression_exits_one_with_a_markdown_table(invoke: Invoke, tmp_path: Path) -> None:
     rules = yaml.safe_load(RULES.read_text())
     rules["rules"].insert(0, {"proposition": "dwight-*", "value": 0, "reasoning": "out of character"})
-    harsh = tmp_path / "harsh.yaml"
+    harsh = tmp_path / RULES.name  # same file name: the same judge as the baselines' (scripted:judge_rules)
     harsh.write_text(yaml.safe_dump(rules))
     report = tmp_path / "report.md"
     args = ["--messages", str(CONVERSATION), "--judge", f"scripted:{harsh}", "--agents", "dwight,kevin"]
