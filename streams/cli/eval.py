@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -126,7 +126,7 @@ def parse_dimensions(value: str | None) -> tuple[Dimension, ...]:
 
 
 @contextlib.contextmanager
-def progress_bar(total: int, label: str) -> Iterator[Any]:
+def progress_bar(total: int, label: str) -> Iterator[Callable[[str], None]]:
     """A rich progress bar on stderr when it is a terminal; a no-op callback otherwise."""
     if not sys.stderr.isatty() or total <= 0:
         yield lambda _item: None
@@ -148,11 +148,9 @@ async def _source_events(inputs: Inputs, agents: list[str], settings: Settings) 
             since = parse_timestamp(inputs.since)
         except ValueError as exc:
             raise ConfigurationError(f"--since: {exc}") from None
-    try:
-        from streams import store
-    except ImportError:
-        store = None  # type: ignore[assignment]
-    factory = getattr(store, "PostgresMessageSource", None)
+    import streams.store
+
+    factory = getattr(streams.store, "PostgresMessageSource", None)
     if factory is None:
         raise ConfigurationError(
             "--run-id/--since need streams.store.PostgresMessageSource, which is not available yet"
