@@ -31,6 +31,7 @@ from streams.dispatch import KeyedDispatcher
 from streams.gate import GateDeps, process_draft, remember_commit
 from streams.payloads import AgentConfigChange, DeadLetter, Draft, EvaluationRequest, Message, decode, encode
 from streams.sinks import run_sink
+from streams.steps import install_steps
 from streams.store import Store
 from streams.topics import Topics, app_id
 
@@ -161,6 +162,7 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     _install_gate(app, rt)
     _install_state(app, rt, partitions)
     _install_sinks(app, rt)
+    install_steps(app, rt)
     _install_lifecycle(app, rt, configs)
     return app, rt
 

@@ -1,0 +1,389 @@
+"""Orchestrator steps: one ``directives`` record for every ``steps`` record, computed before the agents act.
+
+Per step (key ``run_id``; the steps of one run in order, different runs concurrently through a
+:class:`~streams.dispatch.KeyedDispatcher`): decode it (a bad record goes to the DLQ), wait until this
+worker's history view has read the ``messages`` topic up to where it ended when the step arrived (bounded),
+run :func:`engine.interventions.directives_for_step` within ``settings.step_deadline_s``, send the record,
+ack. Interventions still unfinished at the deadline are reported as ``timed_out`` directives. Directives
+are transient: nothing here writes to ``messages`` or to any agent history.
+
+**Why a per-worker view and not a Faust GlobalTable.** Steps are keyed by run id, the gate's
+``recent-messages`` table by agent id, so a step's worker may not own its agents' partitions. A
+``GlobalTable`` was tried first on the embedded broker (faust-streaming 0.15.3, Tansu 0.6.0, two workers):
+the changelog is created and written, every worker is assigned every changelog partition as a standby,
+yet no worker ever applies the records another worker writes: each sees only its own partitions (the open
+upstream bug faust-streaming/faust#283). Besides, a per-channel key would have several writers (an
+agent's messages arrive on that agent's partition) and lose updates. So every worker keeps a
+:class:`HistoryView` fed by a group-less consumer of every ``messages`` partition (:class:`HistoryFeed`),
+replayed from the beginning at start. Reading it is local; a step first waits until the view has caught up
+with the topic's end offsets taken at receipt, which gives read-your-writes for events an orchestrator
+published before announcing the step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from engine.errors import ConfigurationError, PayloadError
+from engine.interventions import Intervention, InterventionSpec, StepResult, build_all, directives_for_step
+from engine.interventions import load_interventions as load_intervention_specs
+from engine.judges.base import Judge
+from engine.library import PropositionLibrary
+from engine.models import AgentConfig, Event, EventKind, Persona
+from engine.settings import Settings
+from streams.configs import ConfigCache
+from streams.dispatch import KeyedDispatcher
+from streams.kafka import consumer_kwargs, start_with_retry
+from streams.payloads import DirectiveOut, Directives, Message, Step, decode, encode
+from streams.stats import GateStats
+from streams.topics import Topics
+
+if TYPE_CHECKING:
+    from streams.app import DriftApp, Runtime
+
+log = logging.getLogger(__name__)
+
+#: Events kept per agent (its actions and the stimuli it received): the intervention window's ``last_n``.
+AGENT_KEPT = 100
+#: Events kept per (run, channel).
+CHANNEL_KEPT = 100
+#: The least recently written agents and channels are forgotten beyond these counts.
+MAX_AGENTS = 20_000
+MAX_CHANNELS = 5_000
+#: At most this share of the step deadline (and never more than CATCH_UP_MAX_S) waits for the view.
+CATCH_UP_SHARE = 0.25
+CATCH_UP_MAX_S = 2.0
+#: Built custom interventions are cached per set of acting agents.
+BUILT_CACHE = 256
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    seq: int
+    message_id: str
+    run_id: str | None
+    event: Event
+
+
+def event_of(message: Message) -> Event:
+    """The engine's view of a committed message (a stimulus names its recipient as ``agent_id``)."""
+    return Event(
+        agent_id=message.agent_id,
+        agent_name=message.agent_name or message.agent_id,
+        text=message.text,
+        kind=EventKind(message.kind),
+        channel=message.channel,
+        source=message.source,
+        ts=message.ts,
+    )
+
+
+def _in_run(stored: _Stored, run_id: str) -> bool:
+    return stored.run_id is None or stored.run_id == run_id
+
+
+def _touch(buffers: OrderedDict[K, V], key: K, make: Callable[[], V], cap: int) -> V:
+    """The buffer for ``key``, created on first use; the least recently used one goes beyond ``cap``."""
+    buffer = buffers.get(key)
+    if buffer is None:
+        buffer = buffers[key] = make()
+        if len(buffers) > cap:
+            buffers.popitem(last=False)
+    else:
+        buffers.move_to_end(key)
+    return buffer
+
+
+class HistoryView:
+    """Recent committed events in arrival order: per agent, and per (run, channel).
+
+    Events without a run id belong to every run. Applying the same message id twice for an agent is a no-op
+    (delivery is at-least-once), and a stimulus broadcast to several recipients of a channel appears once in
+    the channel's trajectory.
+    """
+
+    def __init__(
+        self, *, agent_kept: int = AGENT_KEPT, channel_kept: int = CHANNEL_KEPT,
+        max_agents: int = MAX_AGENTS, max_channels: int = MAX_CHANNELS,
+    ) -> None:  # fmt: skip
+        self.agent_kept, self.channel_kept = agent_kept, channel_kept
+        self.max_agents, self.max_channels = max_agents, max_channels
+        self._agents: OrderedDict[str, deque[_Stored]] = OrderedDict()
+        self._channels: OrderedDict[tuple[str | None, str], deque[_Stored]] = OrderedDict()
+        self._seq = 0
+
+    def apply(self, message: Message) -> bool:
+        """Record ``message``; False when it was already recorded."""
+        own = _touch(self._agents, message.agent_id, lambda: deque(maxlen=self.agent_kept), self.max_agents)
+        if any(s.message_id == message.message_id for s in own):
+            return False
+        self._seq += 1
+        stored = _Stored(self._seq, message.message_id, message.run_id, event_of(message))
+        own.append(stored)
+        if message.channel is not None:
+            key = (message.run_id, message.channel)
+            shared = _touch(self._channels, key, lambda: deque(maxlen=self.channel_kept), self.max_channels)
+            if not _broadcast_copy(shared, stored.event):
+                shared.append(stored)
+        return True
+
+    def history(self, agent_id: str, run_id: str) -> list[Event]:
+        """The agent's own events of ``run_id`` (and of no run), oldest first."""
+        return [s.event for s in self._agents.get(agent_id, ()) if _in_run(s, run_id)]
+
+    def trajectory(self, run_id: str, channel: str | None, agent_ids: Sequence[str]) -> list[Event]:
+        """The channel's last events in ``run_id``; without a channel, the acting agents' direct events."""
+        if channel is None:
+            parts = [
+                [s for s in self._agents.get(a, ()) if s.event.channel is None and _in_run(s, run_id)]
+                for a in dict.fromkeys(agent_ids)
+            ]
+        else:
+            parts = [list(self._channels.get((run_id, channel), ())), list(self._channels.get((None, channel), ()))]
+        merged = list(heapq.merge(*parts, key=lambda s: s.seq))
+        return [s.event for s in merged[-self.channel_kept :]]
+
+
+def _broadcast_copy(buffer: deque[_Stored], event: Event) -> bool:
+    """Whether ``event`` is a stimulus already recorded since the channel's last action (a broadcast)."""
+    if event.kind is not EventKind.STIMULUS:
+        return False
+    for stored in reversed(buffer):
+        if stored.event.kind is EventKind.ACTION:
+            return False
+        if (stored.event.source, stored.event.text) == (event.source, event.text):
+            return True
+    return False
+
+
+def _record_key(raw: Any) -> str | None:
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+
+
+def decode_step(key: Any, value: bytes | None) -> Step:
+    """A valid ``steps`` record whose key equals its run id, else :class:`PayloadError`."""
+    step = decode(Step, value)
+    if _record_key(key) != step.run_id:
+        raise PayloadError(f"record key {_record_key(key)!r} must equal run_id {step.run_id!r}")
+    return step
+
+
+class HistoryFeed:
+    """A group-less consumer of every ``messages`` partition that keeps a :class:`HistoryView` current."""
+
+    def __init__(self, settings: Settings, view: HistoryView) -> None:
+        self.settings = settings
+        self.topic = Topics(settings.topic_prefix).messages
+        self.view = view
+        self._consumer: AIOKafkaConsumer | None = None
+        self._positions: dict[TopicPartition, int] = {}
+        self._started = asyncio.Event()
+        self._progress = asyncio.Condition()
+
+    async def run(self) -> None:
+        """Replay the topic from the beginning, then follow it until cancelled."""
+        consumer = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
+        await start_with_retry(consumer, self.settings.broker, 30.0)
+        try:
+            partitions = await self._partitions(consumer)
+            consumer.assign(partitions)
+            await consumer.seek_to_beginning(*partitions)
+            self._positions = {tp: await consumer.position(tp) for tp in partitions}
+            self._consumer = consumer
+            self._started.set()
+            while True:
+                batch = await consumer.getmany(timeout_ms=1000, max_records=5000)
+                for tp, records in batch.items():
+                    for record in records:
+                        self._apply(record.key, record.value)
+                    self._positions[tp] = records[-1].offset + 1
+                async with self._progress:
+                    self._progress.notify_all()
+        finally:
+            await consumer.stop()
+
+    async def _partitions(self, consumer: AIOKafkaConsumer) -> list[TopicPartition]:
+        while True:
+            found = consumer.partitions_for_topic(self.topic) or (
+                self.topic in await consumer.topics() and consumer.partitions_for_topic(self.topic)
+            )
+            if found:
+                return [TopicPartition(self.topic, p) for p in sorted(found)]
+            log.warning("topic %s does not exist yet: run 'drift topics create'", self.topic)
+            await asyncio.sleep(1.0)
+
+    def _apply(self, key: Any, value: bytes | None) -> None:
+        try:
+            message = decode(Message, value)
+        except PayloadError:
+            return  # the message-state agent dead-letters it
+        if _record_key(key) == message.agent_id:
+            self.view.apply(message)
+
+    async def caught_up(self, timeout_s: float) -> bool:
+        """Wait until every record on the topic now has been applied; False when ``timeout_s`` passes first."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._started.wait()
+                assert self._consumer is not None
+                ends: dict[TopicPartition, int] = await self._consumer.end_offsets(list(self._positions))
+                async with self._progress:
+                    await self._progress.wait_for(lambda: all(self._positions[tp] >= n for tp, n in ends.items()))
+            return True
+        except TimeoutError:
+            log.warning("history view not caught up with %s after %.2fs; using what it has", self.topic, timeout_s)
+            return False
+
+
+class Barrier(Protocol):
+    async def caught_up(self, timeout_s: float) -> bool: ...
+
+
+def load_custom(propositions_dir: Path) -> tuple[InterventionSpec, ...]:
+    """The custom interventions of ``<propositions_dir>/interventions`` (none when the folder is missing)."""
+    folder = propositions_dir / "interventions"
+    return load_intervention_specs(folder, propositions_dir) if folder.is_dir() else ()
+
+
+class CustomInterventions:
+    """Custom interventions built for the acting agents, cached per set of agents."""
+
+    def __init__(self, specs: Sequence[InterventionSpec]) -> None:
+        self.specs = tuple(s for s in specs if s.enabled)
+        self._built: OrderedDict[tuple[str, ...], list[Intervention]] = OrderedDict()
+
+    def for_agents(self, agent_ids: Sequence[str]) -> list[Intervention]:
+        if not self.specs:
+            return []
+        key = tuple(agent_ids)
+        if key not in self._built:
+            built = build_all(self.specs, key)
+            _touch(self._built, key, lambda: built, BUILT_CACHE)
+        return self._built[key]
+
+
+def timed_out_text(kind: str, agent_id: str, deadline_s: float) -> str:
+    return (
+        f"The {kind} check for {agent_id} did not finish within the {deadline_s:g}s step deadline; "
+        "no directive from it at this step."
+    )
+
+
+def directive_records(result: StepResult, deadline_s: float) -> list[DirectiveOut]:
+    """The wire directives: those computed, then one ``timed_out`` entry per unfinished intervention."""
+    done = [DirectiveOut(agent_id=d.agent_id, kind=d.kind, text=d.text, evidence=d.evidence) for d in result.directives]
+    missing = [
+        DirectiveOut(agent_id=a, kind=k, text=timed_out_text(k, a, deadline_s), timed_out=True)
+        for a, k in result.timed_out
+    ]
+    return done + missing
+
+
+@dataclass
+class StepProcessor:
+    """Turns one step into its directives record (no Kafka: ``feed`` is only waited on)."""
+
+    settings: Settings
+    judge: Judge
+    configs: ConfigCache
+    library: PropositionLibrary
+    view: HistoryView
+    feed: Barrier
+    custom: CustomInterventions
+    stats: GateStats | None = None
+
+    def _personas(self, agent_ids: Sequence[str]) -> dict[str, Persona]:
+        personas: dict[str, Persona] = {}
+        for agent_id in agent_ids:
+            try:
+                persona = self.library.persona(agent_id)
+            except ConfigurationError as exc:
+                log.warning("no persona for %s: %s", agent_id, exc)
+                continue
+            if persona is not None:
+                personas[agent_id] = persona
+        return personas
+
+    async def directives(self, step: Step, received: float) -> Directives:
+        deadline_s = self.settings.step_deadline_s
+        await self.feed.caught_up(min(deadline_s * CATCH_UP_SHARE, CATCH_UP_MAX_S))
+        agents = list(dict.fromkeys(step.agent_ids))
+        configs: dict[str, AgentConfig] = {a: self.configs.get(a) for a in agents}
+        histories = {a: self.view.history(a, step.run_id) for a in agents}
+        trajectory = self.view.trajectory(step.run_id, step.channel, agents)
+        remaining = max(deadline_s - (time.monotonic() - received), 0.0)
+        result = await directives_for_step(
+            self.judge, step, configs, histories, trajectory, self._personas(agents),
+            self.custom.for_agents(agents), remaining,
+        )  # fmt: skip
+        for agent_id, kind, error in result.errors:
+            log.warning("step %s#%d: %s for %s failed: %s", step.run_id, step.step, kind, agent_id, error)
+        if self.stats is not None:
+            self.stats.judge_calls += result.judge_calls
+            self.stats.usage = self.stats.usage + result.usage
+        return Directives(
+            run_id=step.run_id,
+            channel=step.channel,
+            step=step.step,
+            directives=directive_records(result, deadline_s),
+            latency_ms=(time.monotonic() - received) * 1000.0,
+        )
+
+
+def install_steps(app: DriftApp, rt: Runtime) -> StepProcessor:
+    """Add the history feed and the step agent to the gate ``app`` of runtime ``rt``; returns the processor."""
+    from streams.app import raw_topic  # streams.app imports this module
+
+    settings = rt.settings
+    topics = Topics(settings.topic_prefix)
+    view = HistoryView()
+    feed = HistoryFeed(settings, view)
+    deps = rt.deps
+    processor = StepProcessor(settings, deps.judge, deps.configs, deps.library, view, feed,
+                              CustomInterventions(load_custom(settings.propositions_dir)), deps.stats)  # fmt: skip
+
+    async def handle(item: tuple[Any, Step, float]) -> None:
+        event, step, received = item
+        try:
+            record = await processor.directives(step, received)
+        except Exception as exc:
+            log.exception("step %s#%d failed", step.run_id, step.step)
+            await rt.dead_letter(event, f"internal error while computing directives: {exc}")
+            record = Directives(run_id=step.run_id, channel=step.channel, step=step.step)
+        try:
+            await rt.send(topics.directives, step.run_id.encode(), encode(record))
+        finally:
+            event.ack()
+
+    dispatcher: KeyedDispatcher[tuple[Any, Step, float]] = KeyedDispatcher(handle)
+
+    @app.agent(raw_topic(app, topics.steps), name="steps")
+    async def steps(stream: Any) -> None:
+        async for event in stream.noack().events():
+            received = time.monotonic()
+            try:
+                step = decode_step(event.key, event.value)
+            except PayloadError as exc:
+                await rt.dead_letter(event, str(exc))
+                event.ack()
+                continue
+            await dispatcher.submit(step.run_id, (event, step, received))
+
+    @app.task  # type: ignore[untyped-decorator]
+    async def history_feed() -> None:
+        await feed.run()
+
+    return processor
