@@ -32,6 +32,7 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("admin", "config", "config_app"),
     ("eval", "eval", "app"),
     ("demo", None, "app"),
+    ("ops", None, "app"),
 )
 
 

@@ -1,0 +1,274 @@
+"""``drift tail``, ``drift replay`` and ``drift stats``: watch, re-run and summarise a running gate."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from engine.errors import ConfigurationError, ServiceError
+from streams.cli.common import BrokerOpt, DatabaseOpt, PrefixOpt, run, settings_from
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from streams.tail import TailRecord
+
+app = typer.Typer()
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table or coloured lines.")]
+
+
+@app.command()
+def tail(
+    kind: Annotated[str, typer.Argument(help="verdicts | corrections | messages | directives")],
+    agent: Annotated[str | None, typer.Option("--agent", help="Only records about this agent id.")] = None,
+    from_beginning: Annotated[bool, typer.Option("--from-beginning", help="Start at the oldest record.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One raw JSON object per line (for piping).")] = False,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Stop after N records.")] = None,
+    broker: BrokerOpt = None,
+    prefix: PrefixOpt = None,
+) -> None:
+    """Follow a gate output topic live: one line per record (agent, decision/outcome, scores). Ctrl-C stops."""
+    from rich.console import Console
+
+    from streams.tail import render, tail, topic_for
+
+    settings = settings_from(broker=broker, prefix=prefix)
+    topic = topic_for(settings, kind)
+    console = Console(highlight=False, soft_wrap=True)
+    errors = Console(stderr=True, highlight=False)
+
+    def show(record: TailRecord) -> bool:
+        try:
+            if not as_json:
+                console.print(render(record, agent))
+            elif (line := record.json_line()) is not None:
+                sys.stdout.write(line + "\n")
+                sys.stdout.flush()
+            else:
+                errors.print(f"skipped p{record.partition}@{record.offset}: {record.error}", markup=False)
+        except BrokenPipeError:  # e.g. piped into `head`
+            return False
+        return True
+
+    def ready() -> None:  # on stderr, so piped JSON stays clean
+        start = "the beginning" if from_beginning else "now"
+        errors.print(f"[dim]tailing {topic} on {settings.broker} from {start} (Ctrl-C to stop)[/dim]")
+
+    try:
+        run(tail(settings, kind, show, agent=agent, from_beginning=from_beginning, limit=limit, on_ready=ready))
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+
+
+@app.command()
+def replay(
+    from_topic: Annotated[str, typer.Option("--from-topic", help="Topic of recorded drafts, e.g. drift.drafts.")],
+    since: Annotated[str, typer.Option("--since", help="Start of the window: RFC 3339 or relative (-15m, -2h).")],
+    to_prefix: Annotated[str, typer.Option("--to-prefix", help="Topic prefix of the gate that judges the replay.")],
+    until: Annotated[str | None, typer.Option("--until", help="End of the window (exclusive; default now).")] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="YAML: agent_id (or '*'): {key: value} applied before replaying.")
+    ] = None,
+    broker: BrokerOpt = None,
+    database: DatabaseOpt = None,
+    partitions: Annotated[int, typer.Option("--partitions", min=1, help="Partitions when creating topics.")] = 3,
+    as_json: JsonOpt = False,
+) -> None:
+    """Re-publish recorded drafts of a time window into another prefix (keys kept) for treatment/control runs.
+
+    The configuration (--config) goes to --database: give the replay gate its own database, since agent
+    configuration and correction logs are keyed by agent and draft id."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from streams.replay import load_agent_configs, parse_time
+    from streams.replay import replay as replay_drafts
+
+    settings = settings_from(broker=broker, database=database)
+    configs = load_agent_configs(config) if config is not None else None
+    start, end = parse_time(since), parse_time(until) if until else None
+    columns = (TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("replay", total=None)
+        counts = run(
+            replay_drafts(settings, from_topic=from_topic, to_prefix=to_prefix, since=start, until=end,
+                          configs=configs, partitions=partitions,
+                          progress=lambda done, total: bar.update(task, completed=done, total=total))
+        )  # fmt: skip
+    if as_json:
+        typer.echo(json.dumps({"from_topic": from_topic, "to_prefix": to_prefix, **counts.as_dict()}))
+        return
+    if counts.configured_agents:
+        typer.echo(f"configured {len(counts.configured_agents)} agent(s): {', '.join(counts.configured_agents)}")
+    typer.echo(
+        f"read {counts.read}, replayed {counts.replayed} into {to_prefix}drafts, "
+        f"skipped {counts.skipped_out_of_window} out of the window, {counts.invalid} invalid"
+    )
+
+
+@app.command()
+def stats(
+    url: Annotated[
+        str | None, typer.Option("--url", help="Worker web address (default http://127.0.0.1:<DRIFT_WEB_PORT>).")
+    ] = None,
+    from_database: Annotated[
+        bool, typer.Option("--from-database", help="Compute the statistics from correction_logs instead.")
+    ] = False,
+    database: DatabaseOpt = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Database mode: only this agent.")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Database mode: logs since (RFC 3339 or -2h).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Gate statistics of a running worker (its /stats page), or from the database with --from-database."""
+    from rich.console import Console
+
+    settings = settings_from(database=database)
+    if from_database or database is not None:
+        from streams.replay import parse_time
+
+        snapshot = run(_database_snapshot(settings.database(), agent, parse_time(since) if since else None))
+        source = "database (correction_logs)"
+    else:
+        address = (url or f"http://127.0.0.1:{settings.web_port}").rstrip("/")
+        snapshot, source = _fetch_stats(address), address
+    if as_json:
+        typer.echo(json.dumps(snapshot, indent=2, sort_keys=True))
+        return
+    print_stats(Console(highlight=False), snapshot, source)
+
+
+def _fetch_stats(address: str) -> dict[str, Any]:
+    import httpx
+
+    from engine.settings import redact_url
+
+    try:
+        response = httpx.get(f"{address}/stats", timeout=5.0)
+        response.raise_for_status()
+        data = response.json()
+    except httpx.HTTPError as exc:
+        raise ServiceError(f"cannot read {redact_url(address)}/stats: {type(exc).__name__}: {exc}") from None
+    except ValueError:
+        raise ServiceError(f"{redact_url(address)}/stats did not answer with JSON (is it a drift worker?)") from None
+    if not isinstance(data, dict) or "attempts" not in data:
+        raise ServiceError(f"{redact_url(address)}/stats did not answer with gate statistics")
+    return data
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def print_stats(console: Console, s: dict[str, Any], source: str) -> None:
+    """The snapshot as three rich tables: totals, per dimension, outcomes."""
+    from rich.table import Table
+
+    totals = Table(title=f"gate statistics — {source}", show_header=False, title_justify="left")
+    latency = s.get("latency_ms") or {}
+    usage = s.get("token_usage") or {}
+    rows = [
+        ("attempts judged", s.get("attempts")),
+        ("drafts (first attempts)", s.get("drafts")),
+        ("original success rate", _fmt(s.get("original_success_rate"), 3)),
+        ("regeneration failure rate", _fmt(s.get("regeneration_failure_rate"), 3)),
+        ("similarity checks / failures", f"{s.get('similarity_checks', 0)} / {s.get('similarity_failures', 0)}"),
+        ("verdict latency p50 / p90 / p99 (ms)", " / ".join(_fmt(latency.get(q), 1) for q in ("p50", "p90", "p99"))),
+        ("judge calls", _fmt(s.get("judge_calls"))),
+        ("judge tokens in / out", f"{usage.get('input_tokens', 0)} / {usage.get('output_tokens', 0)}"),
+        ("cache read / write tokens", f"{usage.get('cache_read_input_tokens', 0)} / "
+                                      f"{usage.get('cache_creation_input_tokens', 0)}"),
+        ("dead letters", _fmt(s.get("dead_letters"))),
+    ]  # fmt: skip
+    for name, value in rows:
+        totals.add_row(name, str(value))
+    dims = Table("dimension", "mean score", "failures", "timeouts", title="per dimension", title_justify="left")
+    names = sorted({*s.get("mean_scores", {}), *s.get("dimension_failures", {}), *s.get("dimension_timeouts", {})})
+    for name in names:
+        mean = s.get("mean_scores", {}).get(name)
+        dims.add_row(name, _fmt(mean), str(s.get("dimension_failures", {}).get(name, 0)),
+                     str(s.get("dimension_timeouts", {}).get(name, 0)))  # fmt: skip
+    outcomes = Table("outcome", "count", title="outcomes", title_justify="left")
+    for outcome, count in sorted(s.get("outcomes", {}).items(), key=lambda kv: -kv[1]):
+        outcomes.add_row(outcome, str(count))
+    console.print(totals, dims if names else "[dim]no dimension was judged[/dim]", outcomes)
+
+
+# -- database mode -----------------------------------------------------------------------------------------
+
+_TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+_DIMENSIONS_SQL = """
+SELECT d.key AS dimension,
+       avg((d.value->>'score')::float8) FILTER (WHERE NOT t.timed_out) AS mean,
+       count(*) FILTER (WHERE NOT t.timed_out AND (d.value->>'score')::float8 < CASE d.key
+           WHEN 'adherence' THEN a.gate_adherence_threshold WHEN 'consistency' THEN a.gate_consistency_threshold
+           WHEN 'fluency' THEN a.gate_fluency_threshold ELSE a.gate_suitability_threshold END) AS failures,
+       count(*) FILTER (WHERE t.timed_out) AS timeouts
+FROM correction_logs c
+JOIN agent_evaluation_config a ON a.agent_id = c.agent_id,
+LATERAL jsonb_each(c.dimension_scores) d,
+LATERAL (SELECT coalesce((d.value->>'timed_out')::bool, false) AS timed_out) t
+WHERE ($1::text IS NULL OR c.agent_id = $1) AND ($2::timestamptz IS NULL OR c.created_at >= $2)
+GROUP BY d.key
+"""
+_OUTCOMES_SQL = """
+SELECT outcome, count(*) AS n FROM correction_logs c
+WHERE ($1::text IS NULL OR c.agent_id = $1) AND ($2::timestamptz IS NULL OR c.created_at >= $2)
+GROUP BY outcome
+"""
+_TOTALS_SQL = """
+SELECT count(*) AS attempts,
+       count(*) FILTER (WHERE attempt_number = 1) AS drafts,
+       count(*) FILTER (WHERE attempt_number = 1 AND decision = 'commit' AND outcome <> 'forced_through')
+           AS first_passed,
+       count(c.similarity_score) AS similarity_checks,
+       count(*) FILTER (WHERE c.similarity_score >= a.max_action_similarity) AS similarity_failures,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50,
+       percentile_cont(0.9) WITHIN GROUP (ORDER BY latency_ms) AS p90,
+       percentile_cont(0.99) WITHIN GROUP (ORDER BY latency_ms) AS p99,
+       coalesce(sum((c.token_usage->>'input_tokens')::bigint), 0) AS input_tokens,
+       coalesce(sum((c.token_usage->>'output_tokens')::bigint), 0) AS output_tokens,
+       coalesce(sum((c.token_usage->>'cache_read_input_tokens')::bigint), 0) AS cache_read_input_tokens,
+       coalesce(sum((c.token_usage->>'cache_creation_input_tokens')::bigint), 0) AS cache_creation_input_tokens
+FROM correction_logs c LEFT JOIN agent_evaluation_config a ON a.agent_id = c.agent_id
+WHERE ($1::text IS NULL OR c.agent_id = $1) AND ($2::timestamptz IS NULL OR c.created_at >= $2)
+"""
+
+
+async def _database_snapshot(url: str, agent: str | None, since: Any) -> dict[str, Any]:
+    """The /stats aggregates from ``correction_logs``. The logs keep scores but not the thresholds in force,
+    so failures are counted against each agent's current thresholds; judge calls are not logged (None)."""
+    from streams.store import Store
+
+    async with await Store.connect(url) as store:
+        totals = await store.pool.fetchrow(_TOTALS_SQL, agent, since)
+        dims = await store.pool.fetch(_DIMENSIONS_SQL, agent, since)
+        outcomes = await store.pool.fetch(_OUTCOMES_SQL, agent, since)
+    if totals is None:
+        raise ConfigurationError("no statistics: the correction_logs table is missing (run 'drift db migrate')")
+    attempts, drafts = int(totals["attempts"]), int(totals["drafts"])
+    outcome_counts = {r["outcome"]: int(r["n"]) for r in outcomes}
+    return {
+        "attempts": attempts,
+        "drafts": drafts,
+        "outcomes": outcome_counts,
+        "regeneration_failure_rate": outcome_counts.get("corrected", 0) / attempts if attempts else 0.0,
+        "original_success_rate": int(totals["first_passed"]) / drafts if drafts else None,
+        "dimension_failures": {r["dimension"]: int(r["failures"]) for r in dims},
+        "dimension_timeouts": {r["dimension"]: int(r["timeouts"]) for r in dims},
+        "mean_scores": {r["dimension"]: float(r["mean"]) for r in dims if r["mean"] is not None},
+        "similarity_checks": int(totals["similarity_checks"]),
+        "similarity_failures": int(totals["similarity_failures"]),
+        "latency_ms": {q: totals[q] for q in ("p50", "p90", "p99")},
+        "judge_calls": None,
+        "token_usage": {k: int(totals[k]) for k in _TOKEN_KINDS},
+        "dead_letters": None,
+    }

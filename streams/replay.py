@@ -1,0 +1,273 @@
+"""``drift replay``: re-publish recorded drafts into another topic prefix, for a treatment/control comparison.
+
+A second gate (its own prefix, ideally its own database, another agent configuration) then judges exactly
+the traffic the first gate saw. Records are read group-less from every partition of the source topic, from
+the beginning up to the end offsets taken at start (traffic that arrives during the replay is left alone);
+those whose record timestamp lies in ``[since, until)`` and that are valid drafts are sent to
+``<prefix>drafts`` with their key and value unchanged (new record timestamps).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.structs import ConsumerRecord
+
+from engine.errors import ConfigurationError, PayloadError, ServiceError
+from engine.models import AgentConfig
+from engine.settings import Settings
+from streams.kafka import client_kwargs, consumer_kwargs, create_topics, start_with_retry
+from streams.payloads import Draft, decode
+from streams.store import check_config_keys
+from streams.topics import Topics
+
+ALL_AGENTS = "*"
+IDLE_TIMEOUT_S = 15.0
+_RELATIVE = re.compile(r"^-\s*(\d+(?:\.\d+)?)\s*([smhdw])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class ReplayCounts:
+    """What a replay did: every record read is replayed, out of the window, or invalid."""
+
+    read: int = 0
+    replayed: int = 0
+    skipped_out_of_window: int = 0
+    invalid: int = 0
+    configured_agents: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "read": self.read,
+            "replayed": self.replayed,
+            "skipped_out_of_window": self.skipped_out_of_window,
+            "invalid": self.invalid,
+            "configured_agents": list(self.configured_agents),
+        }
+
+
+def parse_time(text: str, *, now: datetime | None = None) -> datetime:
+    """RFC 3339 (``2025-06-01T12:00:00Z``; a time without offset is UTC), ``now``, or relative to now:
+    ``-30s``, ``-15m``, ``-2h``, ``-1d``, ``-1w``."""
+    raw = text.strip()
+    current = now or datetime.now(UTC)
+    if raw.lower() == "now":
+        return current
+    relative = _RELATIVE.match(raw)
+    if relative:
+        return current - timedelta(**{_UNITS[relative.group(2)]: float(relative.group(1))})
+    try:
+        parsed = datetime.fromisoformat(raw.replace("z", "Z"))
+    except ValueError:
+        raise ConfigurationError(
+            f"cannot read time {text!r}: use RFC 3339 (2025-06-01T12:00:00Z) or a relative time like -15m, -2h"
+        ) from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def load_agent_configs(path: Path) -> dict[str, dict[str, Any]]:
+    """Read ``agent_id: {key: value}`` (``"*"`` for every replayed agent) and validate every change."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigurationError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigurationError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or not data:
+        raise ConfigurationError(f"{path}: expected a mapping of agent id to configuration changes")
+    configs: dict[str, dict[str, Any]] = {}
+    for agent, changes in data.items():
+        if not isinstance(changes, dict):
+            raise ConfigurationError(f"{path}: {agent}: expected a mapping of configuration keys to values")
+        try:
+            check_config_keys(changes)
+            AgentConfig().with_changes(changes)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{path}: {agent}: {exc}") from None
+        except ValueError as exc:
+            raise ConfigurationError(f"{path}: {agent}: {_first_problem(exc)}") from None
+        configs[str(agent)] = dict(changes)
+    return configs
+
+
+def _first_problem(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+    return str(exc)
+
+
+def changes_for(configs: dict[str, dict[str, Any]], agent: str) -> dict[str, Any]:
+    """The changes for one agent: the ``"*"`` entry, overridden by the agent's own entry."""
+    return {**configs.get(ALL_AGENTS, {}), **configs.get(agent, {})}
+
+
+async def apply_configs(target: Settings, configs: dict[str, dict[str, Any]], agents: Iterable[str]) -> list[str]:
+    """Store and announce (on the target prefix) the configuration of each agent; return the agents changed."""
+    from streams.client_admin import publish_config
+    from streams.store import Store
+
+    changed: list[str] = []
+    async with await Store.connect(target.database()) as store:
+        for agent in sorted(set(agents)):
+            changes = changes_for(configs, agent)
+            if not changes:
+                continue
+            config = await store.set_config(agent, changes)
+            await publish_config(target, agent, config.model_dump())
+            changed.append(agent)
+    return changed
+
+
+@dataclass
+class _Window:
+    since_ms: int
+    until_ms: int | None
+
+    def contains(self, timestamp_ms: int) -> bool:
+        return timestamp_ms >= self.since_ms and (self.until_ms is None or timestamp_ms < self.until_ms)
+
+
+def _valid_draft(record: ConsumerRecord[bytes, bytes]) -> Draft | None:
+    try:
+        draft = decode(Draft, record.value)
+    except PayloadError:
+        return None
+    key = record.key.decode("utf-8", "replace") if record.key is not None else None
+    return draft if key == draft.agent_id else None  # the gate dead-letters a key that is not the agent id
+
+
+class _Source:
+    """The source topic, read from its beginning to the end offsets taken when it was opened."""
+
+    def __init__(self, settings: Settings, topic: str) -> None:
+        self.settings, self.topic = settings, topic
+        self.consumer = AIOKafkaConsumer(**consumer_kwargs(settings), enable_auto_commit=False)
+        self.begin: dict[TopicPartition, int] = {}
+        self.end: dict[TopicPartition, int] = {}
+
+    async def open(self) -> None:
+        await start_with_retry(self.consumer, self.settings.broker, 15.0)
+        if self.topic not in await self.consumer.topics():
+            raise ConfigurationError(f"topic {self.topic} does not exist")
+        partitions = [
+            TopicPartition(self.topic, p) for p in sorted(self.consumer.partitions_for_topic(self.topic) or ())
+        ]
+        self.consumer.assign(partitions)
+        self.begin = await self.consumer.beginning_offsets(partitions)
+        self.end = await self.consumer.end_offsets(partitions)
+
+    @property
+    def total(self) -> int:
+        return sum(self.end[tp] - self.begin[tp] for tp in self.end)
+
+    async def records(self) -> Any:
+        """Yield every record between the begin and end offsets, partition batches as they come."""
+        pending = {tp for tp in self.end if self.end[tp] > self.begin[tp]}
+        for tp in self.end:
+            self.consumer.seek(tp, self.begin[tp])
+        loop = asyncio.get_running_loop()
+        last_progress = loop.time()
+        while pending:
+            batch = await self.consumer.getmany(*pending, timeout_ms=300)
+            if batch:
+                last_progress = loop.time()
+            elif loop.time() - last_progress > IDLE_TIMEOUT_S:
+                raise ServiceError(f"replay stalled: no records from {self.topic} for {IDLE_TIMEOUT_S:g}s")
+            for tp, messages in batch.items():
+                for message in messages:
+                    if message.offset < self.end[tp]:
+                        yield message
+                if await self.consumer.position(tp) >= self.end[tp]:
+                    pending.discard(tp)
+
+    async def close(self) -> None:
+        await self.consumer.stop()
+
+
+async def _agents_in_window(source: _Source, window: _Window) -> set[str]:
+    agents: set[str] = set()
+    async for record in source.records():
+        if window.contains(record.timestamp):
+            draft = _valid_draft(record)
+            if draft is not None:
+                agents.add(draft.agent_id)
+    return agents
+
+
+async def replay(
+    source_settings: Settings,
+    *,
+    from_topic: str,
+    to_prefix: str,
+    since: datetime,
+    until: datetime | None = None,
+    configs: dict[str, dict[str, Any]] | None = None,
+    partitions: int = 3,
+    settle_s: float = 2.0,
+    progress: Progress | None = None,
+) -> ReplayCounts:
+    """Replay the drafts of ``from_topic`` recorded in ``[since, until)`` into ``<to_prefix>drafts``.
+
+    ``configs`` (agent id or ``"*"`` → configuration changes) is stored in the database of
+    ``source_settings`` and announced on the target prefix first; then the replay waits ``settle_s`` so
+    running target workers have applied it before the first draft arrives."""
+    target = source_settings.with_(topic_prefix=to_prefix)
+    destination = Topics(to_prefix).drafts
+    if destination == from_topic:
+        raise ConfigurationError(f"refusing to replay {from_topic} into itself: choose another --to-prefix")
+    if until is not None and until <= since:
+        raise ConfigurationError("--until must be later than --since")
+    await create_topics(target, partitions=partitions)
+    window = _Window(int(since.timestamp() * 1000), None if until is None else int(until.timestamp() * 1000))
+    source = _Source(source_settings, from_topic)
+    await source.open()
+    try:
+        configured: list[str] = []
+        if configs:
+            agents = {a for a in configs if a != ALL_AGENTS}
+            if ALL_AGENTS in configs:
+                agents |= await _agents_in_window(source, window)
+            configured = await apply_configs(target, configs, agents)
+            await asyncio.sleep(settle_s if configured else 0.0)
+        counts = await _copy(source, target, destination, window, progress)
+    finally:
+        await source.close()
+    return ReplayCounts(counts[0], counts[1], counts[2], counts[3], tuple(configured))
+
+
+async def _copy(
+    source: _Source, target: Settings, destination: str, window: _Window, progress: Progress | None
+) -> tuple[int, int, int, int]:
+    producer = AIOKafkaProducer(**client_kwargs(target), linger_ms=5)
+    await start_with_retry(producer, target.broker, 15.0)
+    read = replayed = skipped = invalid = 0
+    total = source.total
+    try:
+        async for record in source.records():
+            read += 1
+            if not window.contains(record.timestamp):
+                skipped += 1
+            elif _valid_draft(record) is None:
+                invalid += 1
+            else:
+                await producer.send(destination, record.value, key=record.key)
+                replayed += 1
+            if progress is not None:
+                progress(read, total)
+        await producer.flush()
+    finally:
+        await producer.stop()
+    return read, replayed, skipped, invalid
