@@ -28,6 +28,7 @@ from engine.models import AgentConfig
 from engine.settings import Settings
 from streams.configs import ConfigCache
 from streams.dispatch import KeyedDispatcher
+from streams.evaluations import install_evaluations
 from streams.gate import GateDeps, process_draft, remember_commit
 from streams.payloads import AgentConfigChange, DeadLetter, Draft, EvaluationRequest, Message, decode, encode
 from streams.sinks import run_sink
@@ -162,6 +163,7 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     _install_gate(app, rt)
     _install_state(app, rt, partitions)
     _install_sinks(app, rt)
+    install_evaluations(app, rt)
     install_steps(app, rt)
     _install_lifecycle(app, rt, configs)
     return app, rt

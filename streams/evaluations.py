@@ -1,0 +1,252 @@
+"""Offline evaluation inside the service: requests from ``evaluation-requests``, runs in Postgres, summaries.
+
+Where requests come from:
+
+- the gate, when an agent's windowed message count reaches ``DRIFT_EVAL_THRESHOLD`` (reason ``threshold``);
+- the crontab job on the leader (``DRIFT_EVAL_CRON``, nightly by default): one request per agent with
+  actions newer than its last run (reason ``schedule``; :func:`schedule_evaluations`);
+- anyone else (reason ``manual``), e.g. an operator or a CI job.
+
+A request is evaluated over the agent's stored history: the request's ``window_start``/``window_end``, else
+everything after the last message its last completed run covered; at most the :data:`HISTORY_LIMIT` newest
+events of the agent and its channels. The run goes through ``pending → running → completed | failed`` in
+``evaluation_runs`` and a summary is published on ``evaluations``. Delivery is at-least-once: a request is
+acked once its run is stored, and a redelivered request id reuses its run (a finished one is only
+summarised again). Evaluations run as tasks, at most :data:`EVAL_CONCURRENCY` at once, so a long one never
+holds up requests of other agents for longer than that cap implies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from croniter import croniter  # type: ignore[import-untyped]
+
+from engine.errors import ConfigurationError, JudgeTimeout, PayloadError, ServiceError
+from engine.evaluation.run import run_evaluation
+from engine.judges.base import Judge, JudgeRequest, JudgeResult, LimitedJudge
+from engine.models import EVALUATION_DIMENSIONS, Dimension, Event, EventKind
+from engine.settings import Settings
+from streams.payloads import MAX_ID_CHARS, EvaluationRequest, EvaluationSummary, decode, encode, utcnow
+from streams.store import DuplicateRequest, PostgresEvaluationStore, Store, StoredRun
+from streams.topics import Topics
+
+if TYPE_CHECKING:
+    from streams.app import DriftApp, Runtime
+
+log = logging.getLogger(__name__)
+
+#: Newest events (the agent's and its channels') one evaluation reads.
+HISTORY_LIMIT = 200
+#: Evaluations in flight per worker.
+EVAL_CONCURRENCY = 2
+#: Judge calls in flight for all evaluations of a worker (a share of the global cap the gate uses too).
+EVAL_JUDGE_SLOTS = 8
+#: Deadline of a whole evaluation run; each judge call also has the judge deadline (DRIFT_JUDGE_DEADLINE_S).
+RUN_DEADLINE_S = 900.0
+#: How long a threshold request waits for the message sink to store the messages that triggered it.
+SINK_WAIT_S = 3.0
+_TICK = timedelta(microseconds=1)
+FINISHED = frozenset({"completed", "failed"})
+
+Sender = Callable[[str, bytes, bytes], Awaitable[None]]
+
+
+class DeadlineJudge:
+    """A judge whose every call fails with :class:`JudgeTimeout` after ``deadline_s``."""
+
+    def __init__(self, inner: Judge, deadline_s: float) -> None:
+        self._inner = inner
+        self._deadline_s = deadline_s
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    async def evaluate(self, request: JudgeRequest) -> JudgeResult:
+        try:
+            async with asyncio.timeout(self._deadline_s):
+                return await self._inner.evaluate(request)
+        except TimeoutError:
+            raise JudgeTimeout(f"{self.name}: no answer within {self._deadline_s:g} s") from None
+
+
+def decode_request(key: Any, value: bytes | None) -> EvaluationRequest:
+    """A valid request whose key is its agent id and whose dimensions exist, else :class:`PayloadError`."""
+    request = decode(EvaluationRequest, value)
+    record_key = key.decode("utf-8", "replace") if isinstance(key, bytes) else key
+    if record_key != request.agent_id:
+        raise PayloadError(f"record key {record_key!r} must equal agent_id {request.agent_id!r}")
+    request_dimensions(request)
+    return request
+
+
+def request_dimensions(request: EvaluationRequest) -> tuple[Dimension, ...]:
+    if not request.dimensions:
+        return EVALUATION_DIMENSIONS
+    known = {d.value: d for d in Dimension}
+    unknown = [name for name in request.dimensions if name not in known]
+    if unknown:
+        raise PayloadError(f"unknown dimension(s) {', '.join(unknown)}; choose from {', '.join(known)}")
+    return tuple(dict.fromkeys(known[name] for name in request.dimensions))
+
+
+def summary_of(run: StoredRun) -> EvaluationSummary:
+    """The ``evaluations`` record of a finished run."""
+    return EvaluationSummary.model_validate(
+        {
+            "evaluation_run_id": run.id,
+            "request_id": run.request_id,
+            "agent_id": run.agent_id,
+            "status": run.status,
+            "dimensions": run.dimension_scores,
+            "overall_score": run.overall_score,
+            "sample_size": run.sample_size,
+            "error": run.error,
+        }
+    )
+
+
+async def _window(runs: PostgresEvaluationStore, request: EvaluationRequest) -> tuple[datetime | None, datetime | None]:
+    if request.window_start is not None:
+        return request.window_start, request.window_end
+    covered = await runs.last_evaluated(request.agent_id)
+    return (None if covered is None else covered + _TICK), request.window_end
+
+
+async def _await_sink(runs: PostgresEvaluationStore, request: EvaluationRequest, since: datetime | None) -> None:
+    """Give the message sink a moment to store the messages that triggered a threshold request."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SINK_WAIT_S
+    while loop.time() < deadline:
+        if await runs.count_actions(request.agent_id, since, request.window_end) >= request.message_count:
+            return
+        await asyncio.sleep(0.1)
+
+
+def _own_actions(events: Sequence[Event], agent_id: str) -> int:
+    return sum(1 for e in events if e.kind is EventKind.ACTION and e.agent_id == agent_id)
+
+
+async def evaluate_request(store: Store, judge: Judge, settings: Settings, request: EvaluationRequest) -> StoredRun:
+    """Evaluate one request and return its stored, finished run (see the module docstring)."""
+    runs = PostgresEvaluationStore(store, request_id=request.request_id)
+    finished = await runs.find_run(request_id=request.request_id)
+    if finished is not None and finished.status in FINISHED:
+        return finished
+    dims = request_dimensions(request)
+    since, until = await _window(runs, request)
+    if request.reason == "threshold":
+        await _await_sink(runs, request, since)
+    events = await store.message_events([request.agent_id], None, since, until, HISTORY_LIMIT)
+    try:
+        if _own_actions(events, request.agent_id) == 0:
+            await _fail_empty(runs, request, dims)
+        else:
+            await run_evaluation(
+                judge, runs, request.agent_id, events, dims, settings.propositions_dir, deadline_s=RUN_DEADLINE_S
+            )
+    except DuplicateRequest:
+        log.info("evaluation request %s finished elsewhere", request.request_id)
+    except Exception:
+        if runs.run_id is None:
+            raise
+        log.exception("evaluation run %s failed", runs.run_id)  # run_evaluation stored the failure
+    stored = await runs.find_run(request_id=request.request_id)
+    if stored is None or stored.status not in FINISHED:
+        raise ServiceError(f"the run of evaluation request {request.request_id!r} did not finish")
+    return stored
+
+
+async def _fail_empty(runs: PostgresEvaluationStore, request: EvaluationRequest, dims: Sequence[Dimension]) -> None:
+    run_id = await runs.create_run(request.agent_id, dims, False)
+    await runs.mark_running(run_id)
+    await runs.fail_run(run_id, f"no message of {request.agent_id} in the evaluation window")
+
+
+def _schedule_request_id(agent_id: str, tick: str) -> str:
+    request_id = f"schedule:{tick}:{agent_id}"
+    if len(request_id) <= MAX_ID_CHARS:
+        return request_id
+    return f"schedule:{tick}:{hashlib.sha256(agent_id.encode()).hexdigest()[:40]}"
+
+
+async def schedule_evaluations(
+    store: Store, send: Sender, topic_prefix: str, now: datetime | None = None
+) -> list[EvaluationRequest]:
+    """The crontab body: request an evaluation of every agent with actions newer than its last run.
+
+    Request ids are derived from the tick (to the minute), so a repeated tick does not evaluate twice.
+    """
+    now = now or utcnow()
+    tick = now.strftime("%Y%m%dT%H%M")
+    due = await PostgresEvaluationStore(store).due_agents()
+    requests = [
+        EvaluationRequest(
+            request_id=_schedule_request_id(agent_id, tick),
+            agent_id=agent_id,
+            reason="schedule",
+            message_count=fresh,
+            requested_at=now,
+        )
+        for agent_id, fresh in due
+    ]
+    topic = Topics(topic_prefix).evaluation_requests
+    for request in requests:
+        await send(topic, request.agent_id.encode(), encode(request))
+    return requests
+
+
+def evaluation_judge(judge: Judge, settings: Settings) -> Judge:
+    """The worker's judge for evaluations: a few of the global call slots, each call under the judge deadline."""
+    return DeadlineJudge(LimitedJudge(judge, EVAL_JUDGE_SLOTS), settings.judge_deadline_s)
+
+
+def install_evaluations(app: DriftApp, rt: Runtime) -> None:
+    """The ``evaluation-requests`` agent and the crontab job that schedules evaluations."""
+    from streams.app import raw_topic
+
+    if not croniter.is_valid(rt.settings.eval_cron):
+        raise ConfigurationError(f"DRIFT_EVAL_CRON: {rt.settings.eval_cron!r} is not a crontab expression")
+    topics = Topics(rt.settings.topic_prefix)
+    judge = evaluation_judge(rt.deps.judge, rt.settings)
+    slots = asyncio.Semaphore(EVAL_CONCURRENCY)
+
+    async def work(event: Any, request: EvaluationRequest) -> None:
+        try:
+            await rt.store_ready.wait()
+            assert rt.store is not None
+            stored = await evaluate_request(rt.store, judge, rt.settings, request)
+            await rt.send(topics.evaluations, request.agent_id.encode(), encode(summary_of(stored)))
+        except Exception as exc:
+            log.exception("evaluation request %s could not be processed", request.request_id)
+            await rt.dead_letter(event, f"evaluation request not processed: {exc}")
+        finally:
+            event.ack()
+            slots.release()
+
+    @app.agent(raw_topic(app, topics.evaluation_requests), name="evaluations")
+    async def evaluations(stream: Any) -> None:
+        async for event in stream.noack().events():
+            try:
+                request = decode_request(event.key, event.value)
+            except PayloadError as exc:
+                await rt.dead_letter(event, str(exc))
+                event.ack()
+                continue
+            await slots.acquire()
+            task = asyncio.ensure_future(work(event, request))
+            rt.background.add(task)
+            task.add_done_callback(rt.background.discard)
+
+    @app.crontab(rt.settings.eval_cron, on_leader=True)
+    async def scheduled_evaluations() -> None:
+        await rt.store_ready.wait()
+        assert rt.store is not None
+        requests = await schedule_evaluations(rt.store, rt.send, rt.settings.topic_prefix)
+        log.info("scheduled %d evaluation(s)", len(requests))
