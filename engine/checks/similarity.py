@@ -19,7 +19,7 @@ class SimilarityResult:
     """The highest similarity found and where.
 
     ``index`` is the position in the ``recent`` sequence as passed by the caller (not in the window) and
-    ``most_similar`` that message's text (None for the set-only variant). Both are None when no recent
+    ``most_similar`` that message's text. Both are None when no recent
     message shares a single token with the text (score 0.0), including when ``recent`` is empty.
     The earliest message wins a tie.
     """
@@ -78,8 +78,10 @@ def jaccard_similarity_tokenized(
 def jaccard_similarity(text: str, recent: Sequence[str], *, window: int = RECENT_WINDOW) -> SimilarityResult:
     """Highest word-set Jaccard similarity of ``text`` against the last ``window`` (5) of ``recent``.
 
-    Cold path: tokenises everything. The score is in [0, 1], symmetric in the two texts, 1.0 for texts
-    with the same non-empty word set and 0.0 whenever either side has no word tokens.
+    Unlike TinyTroupe, which compares characters with the previous action only, this compares sets of
+    normalised word tokens with each of the last five messages. Cold path: tokenises everything.
+    The score is in [0, 1], symmetric in the two texts, 1.0 for texts with the same non-empty word set
+    and 0.0 whenever either side has no word tokens.
     """
     check_positive("window", window)
     start = max(len(recent) - window, 0)
