@@ -182,38 +182,47 @@ def decode_step(key: Any, value: bytes | None) -> Step:
 
 
 class HistoryFeed:
-    """A group-less consumer of every ``messages`` partition that keeps a :class:`HistoryView` current."""
+    """A group-less consumer of every ``messages`` partition that keeps a :class:`HistoryView` current.
+
+    End offsets are asked for on a second connection: on the reading one the request would queue behind the
+    fetch long-poll (about 11 ms per step on the embedded broker instead of 0.4 ms).
+    """
 
     def __init__(self, settings: Settings, view: HistoryView) -> None:
         self.settings = settings
         self.topic = Topics(settings.topic_prefix).messages
         self.view = view
-        self._consumer: AIOKafkaConsumer | None = None
+        self._offsets: AIOKafkaConsumer | None = None
         self._positions: dict[TopicPartition, int] = {}
         self._started = asyncio.Event()
         self._progress = asyncio.Condition()
 
     async def run(self) -> None:
         """Replay the topic from the beginning, then follow it until cancelled."""
-        consumer = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
-        await start_with_retry(consumer, self.settings.broker, 30.0)
+        reader = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
+        offsets = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
         try:
-            partitions = await self._partitions(consumer)
-            consumer.assign(partitions)
-            await consumer.seek_to_beginning(*partitions)
-            self._positions = {tp: await consumer.position(tp) for tp in partitions}
-            self._consumer = consumer
+            for client in (reader, offsets):
+                await start_with_retry(client, self.settings.broker, 30.0)
+            partitions = await self._partitions(reader)
+            reader.assign(partitions)
+            await reader.seek_to_beginning(*partitions)
+            self._positions = {tp: await reader.position(tp) for tp in partitions}
+            self._offsets = offsets
             self._started.set()
-            while True:
-                batch = await consumer.getmany(timeout_ms=1000, max_records=5000)
-                for tp, records in batch.items():
-                    for record in records:
-                        self._apply(record.key, record.value)
-                    self._positions[tp] = records[-1].offset + 1
-                async with self._progress:
-                    self._progress.notify_all()
+            await self._follow(reader)
         finally:
-            await consumer.stop()
+            await asyncio.gather(reader.stop(), offsets.stop(), return_exceptions=True)
+
+    async def _follow(self, reader: AIOKafkaConsumer) -> None:
+        while True:
+            batch = await reader.getmany(timeout_ms=1000, max_records=5000)
+            for tp, records in batch.items():
+                for record in records:
+                    self._apply(record.key, record.value)
+                self._positions[tp] = records[-1].offset + 1
+            async with self._progress:
+                self._progress.notify_all()
 
     async def _partitions(self, consumer: AIOKafkaConsumer) -> list[TopicPartition]:
         while True:
@@ -238,8 +247,8 @@ class HistoryFeed:
         try:
             async with asyncio.timeout(timeout_s):
                 await self._started.wait()
-                assert self._consumer is not None
-                ends: dict[TopicPartition, int] = await self._consumer.end_offsets(list(self._positions))
+                assert self._offsets is not None
+                ends: dict[TopicPartition, int] = await self._offsets.end_offsets(list(self._positions))
                 async with self._progress:
                     await self._progress.wait_for(lambda: all(self._positions[tp] >= n for tp, n in ends.items()))
             return True
