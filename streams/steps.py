@@ -1,23 +1,21 @@
 """Orchestrator steps: one ``directives`` record for every ``steps`` record, computed before the agents act.
 
-Per step (key ``run_id``; the steps of one run in order, different runs concurrently through a
-:class:`~streams.dispatch.KeyedDispatcher`): decode it (a bad record goes to the DLQ), wait until this
-worker's history view has read the ``messages`` topic up to where it ended when the step arrived (bounded),
-run :func:`engine.interventions.directives_for_step` within ``settings.step_deadline_s``, send the record,
-ack. Interventions still unfinished at the deadline are reported as ``timed_out`` directives. Directives
-are transient: nothing here writes to ``messages`` or to any agent history.
+Per step (key ``run_id``; one run's steps in order, runs concurrently via a
+:class:`~streams.dispatch.KeyedDispatcher`): decode (bad records go to the DLQ), wait until this worker's
+history view has read ``messages`` up to its end offsets at receipt (bounded), run
+:func:`engine.interventions.directives_for_step` within ``settings.step_deadline_s`` (unfinished
+interventions become ``timed_out`` directives), send the record, ack. Directives are transient: nothing
+here writes to ``messages`` or to any history.
 
-**Why a per-worker view and not a Faust GlobalTable.** Steps are keyed by run id, the gate's
+**Why a per-worker view, not a Faust GlobalTable.** Steps are keyed by run id and the gate's
 ``recent-messages`` table by agent id, so a step's worker may not own its agents' partitions. A
-``GlobalTable`` was tried first on the embedded broker (faust-streaming 0.15.3, Tansu 0.6.0, two workers):
-the changelog is created and written, every worker is assigned every changelog partition as a standby,
-yet no worker ever applies the records another worker writes: each sees only its own partitions (the open
-upstream bug faust-streaming/faust#283). Besides, a per-channel key would have several writers (an
-agent's messages arrive on that agent's partition) and lose updates. So every worker keeps a
-:class:`HistoryView` fed by a group-less consumer of every ``messages`` partition (:class:`HistoryFeed`),
-replayed from the beginning at start. Reading it is local; a step first waits until the view has caught up
-with the topic's end offsets taken at receipt, which gives read-your-writes for events an orchestrator
-published before announcing the step.
+``GlobalTable`` tried on the embedded broker (faust-streaming 0.15.3, Tansu 0.6.0, two workers) had its
+changelog created, written and assigned to every worker as standby, yet no worker applied what another
+wrote: each saw only its own partitions (the open upstream bug faust-streaming/faust#283). A per-channel
+key would also have several writers (each agent's messages arrive on that agent's partition) and lose
+updates. So every worker keeps a :class:`HistoryView` fed by a group-less consumer of every ``messages``
+partition (:class:`HistoryFeed`), replayed from the beginning at start; the end-offset wait gives
+read-your-writes for events published before the step.
 """
 
 from __future__ import annotations
@@ -27,14 +25,15 @@ import heapq
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
 
-from engine.errors import ConfigurationError, PayloadError
+from engine.errors import ConfigurationError, DriftError, PayloadError
 from engine.interventions import Intervention, InterventionSpec, StepResult, build_all, directives_for_step
 from engine.interventions import load_interventions as load_intervention_specs
 from engine.judges.base import Judge
@@ -53,18 +52,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Events kept per agent (its actions and the stimuli it received): the intervention window's ``last_n``.
-AGENT_KEPT = 100
-#: Events kept per (run, channel).
-CHANNEL_KEPT = 100
-#: The least recently written agents and channels are forgotten beyond these counts.
-MAX_AGENTS = 20_000
-MAX_CHANNELS = 5_000
-#: At most this share of the step deadline (and never more than CATCH_UP_MAX_S) waits for the view.
-CATCH_UP_SHARE = 0.25
-CATCH_UP_MAX_S = 2.0
-#: Built custom interventions are cached per set of acting agents.
-BUILT_CACHE = 256
+#: Events kept per agent (its actions, stimuli it received: the intervention window's last_n) and per
+#: (run, channel); the least recently written agents and channels beyond MAX_* are forgotten.
+AGENT_KEPT, CHANNEL_KEPT, MAX_AGENTS, MAX_CHANNELS = 100, 100, 20_000, 5_000
+#: A step waits for the history view at most this share of its deadline, and never more than CATCH_UP_MAX_S.
+CATCH_UP_SHARE, CATCH_UP_MAX_S = 0.25, 2.0
+BUILT_CACHE = 256  # custom interventions built, cached per set of acting agents
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -80,15 +73,8 @@ class _Stored:
 
 def event_of(message: Message) -> Event:
     """The engine's view of a committed message (a stimulus names its recipient as ``agent_id``)."""
-    return Event(
-        agent_id=message.agent_id,
-        agent_name=message.agent_name or message.agent_id,
-        text=message.text,
-        kind=EventKind(message.kind),
-        channel=message.channel,
-        source=message.source,
-        ts=message.ts,
-    )
+    name, kind = message.agent_name or message.agent_id, EventKind(message.kind)
+    return Event(message.agent_id, name, message.text, kind, message.channel, message.source, message.ts)
 
 
 def _in_run(stored: _Stored, run_id: str) -> bool:
@@ -108,12 +94,9 @@ def _touch(buffers: OrderedDict[K, V], key: K, make: Callable[[], V], cap: int) 
 
 
 class HistoryView:
-    """Recent committed events in arrival order: per agent, and per (run, channel).
-
-    Events without a run id belong to every run. Applying the same message id twice for an agent is a no-op
-    (delivery is at-least-once), and a stimulus broadcast to several recipients of a channel appears once in
-    the channel's trajectory.
-    """
+    """Recent committed events in arrival order, per agent and per (run, channel); events without a run id
+    belong to every run. A message id seen again for its agent is ignored (at-least-once delivery); a stimulus
+    broadcast to several recipients of a channel appears once in the channel's trajectory."""
 
     def __init__(
         self, *, agent_kept: int = AGENT_KEPT, channel_kept: int = CHANNEL_KEPT,
@@ -197,8 +180,17 @@ class HistoryFeed:
         self._started = asyncio.Event()
         self._progress = asyncio.Condition()
 
+    async def run_forever(self) -> None:
+        """Follow the topic until cancelled; after a failure, reconnect and go on where it stopped."""
+        while True:
+            try:
+                await self.run()
+            except (KafkaError, OSError, DriftError) as exc:
+                log.warning("history feed of %s failed (%s); reconnecting", self.topic, exc)
+                await asyncio.sleep(1.0)
+
     async def run(self) -> None:
-        """Replay the topic from the beginning, then follow it until cancelled."""
+        """Read the topic from the last applied positions (the beginning at first), then follow it."""
         reader = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
         offsets = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
         try:
@@ -206,12 +198,19 @@ class HistoryFeed:
                 await start_with_retry(client, self.settings.broker, 30.0)
             partitions = await self._partitions(reader)
             reader.assign(partitions)
-            await reader.seek_to_beginning(*partitions)
-            self._positions = {tp: await reader.position(tp) for tp in partitions}
+            fresh = [tp for tp in partitions if tp not in self._positions]
+            await reader.seek_to_beginning(*fresh)
+            for tp in partitions:
+                if tp in fresh:
+                    self._positions[tp] = await reader.position(tp)
+                else:
+                    reader.seek(tp, self._positions[tp])
             self._offsets = offsets
             self._started.set()
             await self._follow(reader)
         finally:
+            self._started.clear()
+            self._offsets = None
             await asyncio.gather(reader.stop(), offsets.stop(), return_exceptions=True)
 
     async def _follow(self, reader: AIOKafkaConsumer) -> None:
@@ -252,8 +251,8 @@ class HistoryFeed:
                 async with self._progress:
                     await self._progress.wait_for(lambda: all(self._positions[tp] >= n for tp, n in ends.items()))
             return True
-        except TimeoutError:
-            log.warning("history view not caught up with %s after %.2fs; using what it has", self.topic, timeout_s)
+        except (TimeoutError, KafkaError) as exc:
+            log.warning("history of %s not caught up (%r) after %.2fs; using what it has", self.topic, exc, timeout_s)
             return False
 
 
@@ -284,20 +283,12 @@ class CustomInterventions:
         return self._built[key]
 
 
-def timed_out_text(kind: str, agent_id: str, deadline_s: float) -> str:
-    return (
-        f"The {kind} check for {agent_id} did not finish within the {deadline_s:g}s step deadline; "
-        "no directive from it at this step."
-    )
-
-
 def directive_records(result: StepResult, deadline_s: float) -> list[DirectiveOut]:
     """The wire directives: those computed, then one ``timed_out`` entry per unfinished intervention."""
     done = [DirectiveOut(agent_id=d.agent_id, kind=d.kind, text=d.text, evidence=d.evidence) for d in result.directives]
-    missing = [
-        DirectiveOut(agent_id=a, kind=k, text=timed_out_text(k, a, deadline_s), timed_out=True)
-        for a, k in result.timed_out
-    ]
+    late = "The {} check for {} did not finish within the {:g}s step deadline; no directive from it at this step."
+    missing = [DirectiveOut(agent_id=a, kind=k, text=late.format(k, a, deadline_s), timed_out=True)
+               for a, k in result.timed_out]  # fmt: skip
     return done + missing
 
 
@@ -330,6 +321,8 @@ class StepProcessor:
         deadline_s = self.settings.step_deadline_s
         await self.feed.caught_up(min(deadline_s * CATCH_UP_SHARE, CATCH_UP_MAX_S))
         agents = list(dict.fromkeys(step.agent_ids))
+        if len(agents) < len(step.agent_ids):
+            step = step.model_copy(update={"agent_ids": agents})  # an agent named twice acts once
         configs: dict[str, AgentConfig] = {a: self.configs.get(a) for a in agents}
         histories = {a: self.view.history(a, step.run_id) for a in agents}
         trajectory = self.view.trajectory(step.run_id, step.channel, agents)
@@ -352,17 +345,9 @@ class StepProcessor:
         )
 
 
-def install_steps(app: DriftApp, rt: Runtime) -> StepProcessor:
-    """Add the history feed and the step agent to the gate ``app`` of runtime ``rt``; returns the processor."""
-    from streams.app import raw_topic  # streams.app imports this module
-
-    settings = rt.settings
-    topics = Topics(settings.topic_prefix)
-    view = HistoryView()
-    feed = HistoryFeed(settings, view)
-    deps = rt.deps
-    processor = StepProcessor(settings, deps.judge, deps.configs, deps.library, view, feed,
-                              CustomInterventions(load_custom(settings.propositions_dir)), deps.stats)  # fmt: skip
+def _handler(rt: Runtime, processor: StepProcessor) -> Callable[[tuple[Any, Step, float]], Awaitable[None]]:
+    """Compute and send one step's record, then ack; an internal failure is dead-lettered, the record still sent."""
+    topic = Topics(rt.settings.topic_prefix).directives
 
     async def handle(item: tuple[Any, Step, float]) -> None:
         event, step, received = item
@@ -373,13 +358,24 @@ def install_steps(app: DriftApp, rt: Runtime) -> StepProcessor:
             await rt.dead_letter(event, f"internal error while computing directives: {exc}")
             record = Directives(run_id=step.run_id, channel=step.channel, step=step.step)
         try:
-            await rt.send(topics.directives, step.run_id.encode(), encode(record))
+            await rt.send(topic, step.run_id.encode(), encode(record))
         finally:
             event.ack()
 
-    dispatcher: KeyedDispatcher[tuple[Any, Step, float]] = KeyedDispatcher(handle)
+    return handle
 
-    @app.agent(raw_topic(app, topics.steps), name="steps")
+
+def install_steps(app: DriftApp, rt: Runtime) -> StepProcessor:
+    """Add the history feed and the step agent to the gate ``app`` of runtime ``rt``; returns the processor."""
+    from streams.app import raw_topic  # streams.app imports this module
+
+    settings, deps = rt.settings, rt.deps
+    feed = HistoryFeed(settings, HistoryView())
+    processor = StepProcessor(settings, deps.judge, deps.configs, deps.library, feed.view, feed,
+                              CustomInterventions(load_custom(settings.propositions_dir)), deps.stats)  # fmt: skip
+    dispatcher: KeyedDispatcher[tuple[Any, Step, float]] = KeyedDispatcher(_handler(rt, processor))
+
+    @app.agent(raw_topic(app, Topics(settings.topic_prefix).steps), name="steps")
     async def steps(stream: Any) -> None:
         async for event in stream.noack().events():
             received = time.monotonic()
@@ -393,6 +389,6 @@ def install_steps(app: DriftApp, rt: Runtime) -> StepProcessor:
 
     @app.task  # type: ignore[untyped-decorator]
     async def history_feed() -> None:
-        await feed.run()
+        await feed.run_forever()
 
     return processor

@@ -20,13 +20,15 @@ from engine.library import PropositionLibrary
 from engine.models import AgentConfig, EventKind
 from engine.settings import BUNDLED_PROPOSITIONS, Settings
 from streams.configs import ConfigCache
-from streams.payloads import Message, Step
+from streams.payloads import Message, Step, encode
 from streams.stats import GateStats
 from streams.steps import (
     CATCH_UP_MAX_S,
     CustomInterventions,
+    HistoryFeed,
     HistoryView,
     StepProcessor,
+    _handler,
     decode_step,
     directive_records,
     event_of,
@@ -286,3 +288,60 @@ async def test_an_invalid_agent_id_has_no_persona_but_still_gets_a_record(make_p
     processor = make_processor({"default": 9}, {})
     record = await processor.directives(Step(run_id="r1", step=0, agent_ids=["../etc"]), time.monotonic())
     assert record.directives == []
+
+
+async def test_an_agent_named_twice_acts_once(make_processor: MakeProcessor, message: MakeMessage) -> None:
+    processor = make_processor({"default": 9}, {"jim": AgentConfig(repetition_suppression_enabled=True)})
+    for _ in range(2):
+        processor.view.apply(message("jim", "bears beets battlestar galactica"))
+    record = await processor.directives(Step(run_id="r1", step=0, agent_ids=["jim", "jim"]), time.monotonic())
+    assert [(d.agent_id, d.kind) for d in record.directives] == [("jim", "repetition"), ("jim", "wrap-up")]
+
+
+def test_the_feed_applies_only_valid_messages_keyed_by_their_agent(message: MakeMessage) -> None:
+    feed = HistoryFeed(Settings(topic_prefix="x."), HistoryView())
+    feed._apply(b"jim", encode(message("jim", "kept")))
+    feed._apply(b"pam", encode(message("jim", "wrong key")))
+    feed._apply(b"jim", b"{broken")
+    assert feed.topic == "x.messages"
+    assert texts(feed.view.history("jim", "r1")) == ["kept"]
+
+
+class FakeEvent:
+    def __init__(self) -> None:
+        self.acked = False
+
+    def ack(self) -> None:
+        self.acked = True
+
+
+class FakeRuntime:
+    def __init__(self) -> None:
+        self.settings = Settings(topic_prefix="x.")
+        self.sent: list[tuple[str, bytes, dict[str, Any]]] = []
+        self.letters: list[str] = []
+
+    async def send(self, topic: str, key: bytes, value: bytes) -> None:
+        self.sent.append((topic, key, orjson.loads(value)))
+
+    async def dead_letter(self, event: Any, reason: str) -> None:
+        self.letters.append(reason)
+
+
+class BrokenProcessor:
+    async def directives(self, step: Step, received: float) -> Any:
+        raise RuntimeError("the view exploded")
+
+
+@pytest.mark.parametrize("broken", [False, True])
+async def test_the_handler_always_sends_one_record_then_acks(make_processor: MakeProcessor, broken: bool) -> None:
+    rt, event = FakeRuntime(), FakeEvent()
+    runtime: Any = rt
+    processor: Any = BrokenProcessor() if broken else make_processor({"default": 9}, {})
+    await _handler(runtime, processor)((event, Step(run_id="r9", step=5, agent_ids=["jim"]), time.monotonic()))
+
+    assert [(topic, key, value["step"], value["directives"]) for topic, key, value in rt.sent] == [
+        ("x.directives", b"r9", 5, [])
+    ]
+    assert event.acked
+    assert rt.letters == (["internal error while computing directives: the view exploded"] if broken else [])

@@ -14,6 +14,7 @@ from aiokafka import AIOKafkaProducer
 from streams.client import GateClient
 from streams.client_admin import publish_config
 from streams.payloads import Directives, Message
+from streams.steps import HistoryFeed, HistoryView
 from streams.store import Store
 from tests.stack import Scenario, eventually, read_topic
 
@@ -139,3 +140,41 @@ async def test_malformed_steps_go_to_the_dlq_and_slow_checks_time_out(scenario: 
         lambda: read_topic(scenario.settings, scenario.settings.topic("directives"), 1, timeout_s=2)
     )
     assert [r["step"] for r in records] == [8]
+
+
+class CountingView(HistoryView):
+    applied = 0
+
+    def apply(self, message: Message) -> bool:
+        self.applied += 1
+        return super().apply(message)
+
+
+async def test_the_history_feed_catches_up_and_resumes_where_it_stopped(scenario: Scenario) -> None:
+    await scenario.create_topics()
+    view = CountingView()
+    feed = HistoryFeed(scenario.settings, view)
+    gate = await GateClient(settings=scenario.settings, timeout_s=20).__aenter__()
+    try:
+        await say(gate, "oscar", "Actually, that's not how it works.", "r")
+        task = asyncio.create_task(feed.run())
+        await say(gate, "oscar", "Actually, let me explain.", "r")
+        assert await feed.caught_up(10.0)  # both: the one sent before the feed started and the one after
+        assert [e.text for e in feed.view.history("oscar", "r")] == [
+            "Actually, that's not how it works.",
+            "Actually, let me explain.",
+        ]
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert not await feed.caught_up(0.2)  # stopped: no view to wait for
+
+        await say(gate, "oscar", "Actually, one more thing.", "r")
+        task = asyncio.create_task(feed.run())
+        assert await feed.caught_up(10.0)
+        assert len(feed.view.history("oscar", "r")) == 3
+        assert view.applied == 3  # the second run read only the new record
+        assert feed.view.history("oscar", "r")[-1].text == "Actually, one more thing."
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    finally:
+        await gate.close()
