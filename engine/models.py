@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -74,11 +75,19 @@ class TokenUsage:
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
-            *(getattr(self, f.name) + getattr(other, f.name) for f in fields(TokenUsage))
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_input_tokens + other.cache_read_input_tokens,
+            self.cache_creation_input_tokens + other.cache_creation_input_tokens,
         )
 
     def as_dict(self) -> dict[str, int]:
-        return {f.name: getattr(self, f.name) for f in fields(TokenUsage)}
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+        }
 
 
 ZERO_USAGE = TokenUsage()
@@ -147,8 +156,17 @@ class AgentConfig(BaseModel):
     def threshold(self, dimension: Dimension) -> float:
         return float(getattr(self, f"gate_{dimension.value}_threshold", 7.0))
 
-    def enabled_gate_dimensions(self) -> tuple[Dimension, ...]:
+    @cached_property
+    def _enabled(self) -> tuple[Dimension, ...]:
         return tuple(d for d in GATE_DIMENSIONS if self.dimension_enabled(d))
+
+    def enabled_gate_dimensions(self) -> tuple[Dimension, ...]:
+        return self._enabled
+
+    @cached_property
+    def needs_judge(self) -> bool:
+        """True when the gate will call a judge for this agent (an LLM dimension is on and the gate is)."""
+        return self.gate_enabled and bool(self._enabled)
 
     def with_changes(self, changes: dict[str, Any]) -> AgentConfig:
         """A validated copy with ``changes`` applied (raises pydantic's ValidationError on bad input)."""

@@ -18,6 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 import faust
+from aiokafka import AIOKafkaProducer
 from faust.streams import _current_event
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
@@ -30,6 +31,7 @@ from streams.configs import ConfigCache
 from streams.dispatch import KeyedDispatcher
 from streams.evaluations import install_evaluations
 from streams.gate import GateDeps, process_draft, remember_commit
+from streams.kafka import client_kwargs, start_with_retry
 from streams.payloads import AgentConfigChange, DeadLetter, Draft, EvaluationRequest, Message, decode, encode
 from streams.sinks import run_sink
 from streams.steps import install_steps
@@ -61,6 +63,12 @@ def _transport_class(fetch_max_wait_ms: int) -> type[faust_aiokafka.Transport]:
 
 class DriftApp(faust.App):
     fetch_max_wait_ms = 10
+    runtime: Runtime | None = None
+
+    async def on_stop(self) -> None:
+        if self.runtime is not None:
+            await self.runtime.close()
+        await super().on_stop()
 
     def _new_transport(self) -> Any:
         return _transport_class(self.fetch_max_wait_ms)(self.conf.broker_consumer, self)
@@ -94,7 +102,8 @@ def _faust_app(settings: Settings, partitions: int) -> DriftApp:
         broker_rebalance_timeout=5,
         broker_commit_interval=0.5,
         consumer_auto_offset_reset="earliest",
-        producer_linger=0.002,
+        producer_linger=0.05,  # Faust's producer carries only table changelogs
+        producer_max_batch_size=256 * 1024,
         stream_wait_empty=False,
         table_standby_replicas=0,
         web_enabled=True,
@@ -119,8 +128,32 @@ class Runtime:
     on_ready: Callable[[], None] | None = None
     background: set[asyncio.Future[None]] = field(default_factory=set)
 
-    async def send(self, topic: str, key: bytes, value: bytes) -> None:
-        await self.app.producer.send(topic, key, value, None, None, None)
+    _producer: AIOKafkaProducer | None = None
+    _producer_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def send(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[Any]:
+        """Queue a record on the output producer; the returned future resolves when the broker has it.
+
+        Output records use their own producer, beside Faust's (which carries table changelogs): two
+        connections keep two produce requests in flight, and verdicts never wait behind changelog batches.
+        """
+        producer = self._producer or await self._start_producer()
+        future: asyncio.Future[Any] = await producer.send(topic, value, key=key)
+        return future
+
+    async def _start_producer(self) -> AIOKafkaProducer:
+        async with self._producer_lock:
+            if self._producer is None:
+                producer = AIOKafkaProducer(**client_kwargs(self.settings), linger_ms=OUTPUT_LINGER_MS,
+                                            max_batch_size=256 * 1024, acks=1)  # fmt: skip
+                await start_with_retry(producer, self.settings.broker, 30.0)
+                self._producer = producer
+            return self._producer
+
+    async def close(self) -> None:
+        if self._producer is not None:
+            await self._producer.flush()
+            await self._producer.stop()
 
     async def dead_letter(self, event: Any, reason: str) -> None:
         message = event.message
@@ -159,6 +192,7 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     limited = LimitedJudge(judge, settings.judge_concurrency)
     deps = GateDeps(settings, limited, library, configs, _unset_sender, recent, pending)
     rt = Runtime(app, settings, deps)
+    app.runtime = rt
     deps.send = rt.send
     _install_gate(app, rt)
     _install_state(app, rt, partitions)
@@ -169,38 +203,91 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     return app, rt
 
 
-async def _unset_sender(topic: str, key: bytes, value: bytes) -> None:
+async def _unset_sender(topic: str, key: bytes, value: bytes) -> asyncio.Future[Any]:
     raise RuntimeError("sender used before the runtime was built")
 
 
+BATCH = 512
+OUTPUT_LINGER_MS = 5
+BATCH_WITHIN_S = 0.002
+
+
 def _install_gate(app: DriftApp, rt: Runtime) -> None:
-    """The gate agent: decode, dead-letter bad input, dispatch per agent (ordered), ack after the verdict."""
+    """The gate agent: decode, dead-letter bad input, decide per agent in order, ack after the verdict.
+
+    Drafts are taken in small batches. A draft that needs no judge call (gate off, or similarity only) for an
+    agent with nothing queued is decided inline, with no task; every other draft goes to the agent's queue in
+    the :class:`KeyedDispatcher`, so a slow judge call never holds up other agents (docs/gate-design.md).
+    """
 
     async def handle(item: tuple[Any, Draft, float]) -> None:
         event, draft, received = item
         _current_event.set(weakref.ref(event))  # table writes from the per-agent task belong to this event
         try:
-            await process_draft(rt.deps, draft, received)
+            deliveries = await process_draft(rt.deps, draft, received)
         except Exception as exc:
             log.exception("draft %s failed", draft.draft_id)
             await rt.dead_letter(event, f"internal error while judging: {exc}")
-        finally:
             event.ack()
+            return
+        # at-least-once: the draft's offset may be committed only once its records are on the broker
+        asyncio.gather(*deliveries).add_done_callback(lambda done: _ack_delivered(event, done))
 
     dispatcher: KeyedDispatcher[tuple[Any, Draft, float]] = KeyedDispatcher(handle)
+    configs = rt.deps.configs
 
     @app.agent(raw_topic(app, Topics(rt.settings.topic_prefix).drafts), name="gate")
     async def gate(stream: Any) -> None:
-        async for event in stream.noack().events():
+        async for events in stream.noack_take(BATCH, within=BATCH_WITHIN_S):
             received = time.monotonic()
-            try:
-                draft = _keyed(event, Draft)
-            except PayloadError as exc:
-                await rt.dead_letter(event, str(exc))
-                event.ack()
-                continue
-            assert isinstance(draft, Draft)
-            await dispatcher.submit(draft.agent_id, (event, draft, received))
+            for event in events:
+                try:
+                    draft = _keyed_draft(event)
+                except PayloadError as exc:
+                    await rt.dead_letter(event, str(exc))
+                    event.ack()
+                    continue
+                item = (event, draft, received)
+                if dispatcher.busy(draft.agent_id) or configs.get(draft.agent_id, draft.agent_name).needs_judge:
+                    await dispatcher.submit(draft.agent_id, item)
+                else:
+                    await handle(item)
+
+
+def _ack_delivered(event: Any, done: asyncio.Future[Any]) -> None:
+    if done.cancelled() or done.exception() is not None:
+        log.error("records of %s were not delivered; the draft will be redelivered", event.message.offset)
+        return
+    event.ack()
+
+
+def _keyed_draft(event: Any) -> Draft:
+    draft = decode(Draft, event.value)
+    key = event.key.decode("utf-8", "replace") if isinstance(event.key, bytes) else event.key
+    if key != draft.agent_id:
+        raise PayloadError(f"record key {key!r} must equal agent_id {draft.agent_id!r}")
+    return draft
+
+
+async def _absorb_messages(rt: Runtime, events: list[Any]) -> dict[str, tuple[Any, int, Message]]:
+    """Validate a batch of committed events, remember external actions, count actions per agent."""
+    per_agent: dict[str, tuple[Any, int, Message]] = {}
+    for event in events:
+        try:
+            message = _keyed(event, Message)
+        except PayloadError as exc:
+            await rt.dead_letter(event, str(exc))
+            continue
+        assert isinstance(message, Message)
+        rt.deps.configs.note_agent(message.agent_id, message.agent_name)
+        if message.kind != "action":
+            continue
+        if message.origin != "gate":
+            _current_event.set(weakref.ref(event))
+            remember_commit(rt.deps.recent, message.agent_id, message.message_id, message.text, message.channel)
+        _, seen, _ = per_agent.get(message.agent_id, (None, 0, message))
+        per_agent[message.agent_id] = (event, seen + 1, message)
+    return per_agent
 
 
 def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
@@ -209,23 +296,21 @@ def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
     window = timedelta(seconds=settings.eval_window_s)
     counts = app.Table("message-counts", default=int, partitions=partitions).tumbling(window, expires=window * 2)
 
+    async def count(agent_id: str, event: Any, added: int, last: Message) -> None:
+        _current_event.set(weakref.ref(event))  # the changelog partition follows the agent's partition
+        before = counts[agent_id].current()
+        counts[agent_id] += added
+        if before < settings.eval_threshold <= before + added:
+            await _request_evaluation(rt, last)
+
     @app.agent(raw_topic(app, topics.messages), name="message-state")
     async def message_state(stream: Any) -> None:
-        async for event in stream.events():
-            try:
-                message = _keyed(event, Message)
-            except PayloadError as exc:
-                await rt.dead_letter(event, str(exc))
-                continue
-            assert isinstance(message, Message)
-            rt.deps.configs.note_agent(message.agent_id, message.agent_name)
-            if message.kind != "action":
-                continue
-            if message.origin != "gate":
-                remember_commit(rt.deps.recent, message)
-            counts[message.agent_id] += 1
-            if counts[message.agent_id].current() == settings.eval_threshold:
-                await _request_evaluation(rt, message)
+        async for events in stream.noack_take(BATCH, within=0.01):
+            per_agent = await _absorb_messages(rt, events)
+            for agent_id, (event, added, last) in per_agent.items():
+                await count(agent_id, event, added, last)
+            for event in events:
+                event.ack()
 
     @app.agent(raw_topic(app, topics.agent_config), name="agent-config")
     async def agent_config(stream: Any) -> None:

@@ -57,6 +57,10 @@ class KeyedDispatcher(Generic[T]):
         if not self._queues:
             self._idle.set()
 
+    def busy(self, key: str) -> bool:
+        """True while items of ``key`` are queued or running (a new item must queue behind them)."""
+        return key in self._queues
+
     async def wait_idle(self) -> None:
         await self._idle.wait()
 

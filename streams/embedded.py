@@ -7,6 +7,7 @@ Tansu keeps topics in memory: they live as long as ``drift up`` does. PostgreSQL
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import time
@@ -109,3 +110,85 @@ def start_database(data_dir: Path) -> EmbeddedDatabase:
     except Exception as exc:
         raise ServiceError(f"the embedded database did not start in {pgdata}: {exc}") from None
     return EmbeddedDatabase(server, embedded_database_url(data_dir))
+
+
+@dataclass
+class EmbeddedStack:
+    """Broker + database started together (demo, benchmarks, tests)."""
+
+    root: Path
+    broker: EmbeddedBroker
+    database: EmbeddedDatabase
+
+    def stop(self) -> None:
+        self.broker.stop()
+        self.database.stop()
+
+
+def start_stack(root: Path | None = None) -> EmbeddedStack:
+    """Start a private stack in ``root`` (a new temp dir by default) on a free port."""
+    import tempfile
+
+    if root is None:
+        root = Path(tempfile.mkdtemp(prefix="drift-stack-"))
+        root.chmod(0o755)  # PostgreSQL runs as an unprivileged user when started by root
+    database = start_database(root)
+    try:
+        broker = start_broker(free_port(), log_file=root / "tansu.log")
+    except ServiceError:
+        database.stop()
+        raise
+    return EmbeddedStack(root, broker, database)
+
+
+@dataclass
+class WorkerProcess:
+    """A ``drift worker`` child process; :meth:`start` returns once it prints its ``ready`` line."""
+
+    args: list[str]
+    env: dict[str, str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    ready_line: str = ""
+    output: str = ""
+
+    @classmethod
+    def for_prefix(cls, settings_env: dict[str, str], log_path: Path, *extra: str) -> WorkerProcess:
+        import sys
+
+        args = [sys.executable, "-m", "streams.cli", "worker", *extra]
+        return cls(args, {**os.environ, **settings_env}, log_path)
+
+    def start(self, timeout_s: float = 45.0) -> WorkerProcess:
+        import selectors
+
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child process
+        self.process = subprocess.Popen(self.args, env=self.env, stdout=subprocess.PIPE, stderr=log)  # noqa: S603
+        assert self.process.stdout is not None
+        selector = selectors.DefaultSelector()
+        selector.register(self.process.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout_s
+        buffer = b""
+        while time.monotonic() < deadline and self.process.poll() is None:
+            if selector.select(timeout=0.2):
+                buffer += os.read(self.process.stdout.fileno(), 4096)
+                self.output = buffer.decode(errors="replace")
+                ready = [line for line in self.output.splitlines() if line.startswith("ready")]
+                if ready:
+                    self.ready_line = ready[0]
+                    return self
+        self.stop()
+        raise ServiceError(f"worker not ready in {timeout_s:g}s; see {self.log_path}\n{self.output[-2000:]}")
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()

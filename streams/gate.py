@@ -8,16 +8,21 @@ verdict → correction log → committed message, then table updates; the caller
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
+
+import orjson
 
 from engine.checks import TokenizedMessage, prepare
 from engine.gate import (
     AttemptResult,
     AttemptSummary,
     Decision,
+    DimensionCheck,
     GateDecision,
     Outcome,
     decide,
@@ -30,16 +35,7 @@ from engine.models import Event, Persona
 from engine.scoring import ScoringTarget
 from engine.settings import Settings
 from streams.configs import ConfigCache
-from streams.payloads import (
-    CorrectionLog,
-    Draft,
-    Message,
-    ScoreOut,
-    SimilarityOut,
-    TokenUsageOut,
-    Verdict,
-    encode,
-)
+from streams.payloads import Draft
 from streams.stats import GateStats
 from streams.topics import Topics
 
@@ -47,7 +43,9 @@ RECENT_KEPT = 10
 
 
 class Sender(Protocol):
-    async def __call__(self, topic: str, key: bytes, value: bytes) -> None: ...
+    """Queues a record; the returned future resolves when the broker acknowledged it."""
+
+    async def __call__(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[Any]: ...
 
 
 @dataclass
@@ -122,100 +120,109 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
     return result, decide(result, earlier, config)
 
 
+def _score_out(check: DimensionCheck) -> dict[str, Any]:
+    return {"score": check.score, "threshold": check.threshold, "passed": check.passed,
+            "timed_out": check.timed_out, "reasoning": check.reasoning}  # fmt: skip
+
+
 def build_verdict(
     draft: Draft, result: AttemptResult, decision: GateDecision, latency_ms: float, judge: str
-) -> Verdict:
-    usage = result.usage
-    return Verdict(
-        draft_id=draft.draft_id,
-        attempt=draft.attempt,
-        agent_id=draft.agent_id,
-        run_id=draft.run_id,
-        decision=decision.decision.value,
-        outcome=decision.outcome.value,
-        text=decision.text,
-        committed_attempt=decision.committed_attempt,
-        scores={
-            c.dimension.value: ScoreOut(
-                score=c.score,
-                threshold=c.threshold,
-                passed=c.passed,
-                timed_out=c.timed_out,
-                reasoning=c.reasoning,
-            )
+) -> dict[str, Any]:
+    """The ``verdicts`` record as a plain dict (shape of :class:`streams.payloads.Verdict`; built without
+    pydantic because this is the hot path — a test checks it validates against the model)."""
+    similarity = result.similarity
+    return {
+        "draft_id": draft.draft_id,
+        "attempt": draft.attempt,
+        "agent_id": draft.agent_id,
+        "run_id": draft.run_id,
+        "decision": decision.decision.value,
+        "outcome": decision.outcome.value,
+        "text": decision.text,
+        "committed_attempt": decision.committed_attempt,
+        "scores": {c.dimension.value: _score_out(c) for c in result.checks},
+        "similarity": None
+        if similarity is None
+        else {"score": similarity.score, "threshold": similarity.threshold, "passed": similarity.passed,
+              "most_similar": similarity.most_similar},
+        "feedback": decision.feedback,
+        "latency_ms": latency_ms,
+        "token_usage": result.usage.as_dict(),
+        "judge": judge if result.checks else None,
+    }  # fmt: skip
+
+
+def build_log(draft: Draft, result: AttemptResult, verdict: dict[str, Any]) -> dict[str, Any]:
+    """The ``correction-logs`` record (shape of :class:`streams.payloads.CorrectionLog`)."""
+    committed = verdict["decision"] == "commit"
+    return {
+        "draft_id": draft.draft_id,
+        "attempt_number": draft.attempt,
+        "agent_id": draft.agent_id,
+        "run_id": draft.run_id,
+        "original_text": draft.text,
+        "corrected_text": verdict["text"] if committed and verdict["text"] != draft.text else None,
+        "dimension_scores": {
+            c.dimension.value: {"score": c.score, "reasoning": c.reasoning, "timed_out": c.timed_out}
             for c in result.checks
         },
-        similarity=None
-        if result.similarity is None
-        else SimilarityOut(
-            score=result.similarity.score,
-            threshold=result.similarity.threshold,
-            passed=result.similarity.passed,
-            most_similar=result.similarity.most_similar,
-        ),
-        feedback=decision.feedback,
-        latency_ms=latency_ms,
-        token_usage=TokenUsageOut(**usage.as_dict()),
-        judge=judge if result.checks else None,
-    )
+        "similarity_score": result.similarity.score if result.similarity else None,
+        "total_score": result.total_score,
+        "decision": verdict["decision"],
+        "outcome": verdict["outcome"],
+        "token_usage": verdict["token_usage"],
+        "latency_ms": verdict["latency_ms"],
+        "created_at": utcnow_iso(),
+    }
 
 
-def build_log(draft: Draft, result: AttemptResult, verdict: Verdict) -> CorrectionLog:
-    return CorrectionLog(
-        draft_id=draft.draft_id,
-        attempt_number=draft.attempt,
-        agent_id=draft.agent_id,
-        run_id=draft.run_id,
-        original_text=draft.text,
-        corrected_text=verdict.text if verdict.decision == "commit" and verdict.text != draft.text else None,
-        dimension_scores={k: {"score": v.score, "reasoning": v.reasoning, "timed_out": v.timed_out}
-                          for k, v in verdict.scores.items()},
-        similarity_score=result.similarity.score if result.similarity else None,
-        total_score=result.total_score,
-        decision=verdict.decision,
-        outcome=verdict.outcome,
-        token_usage=verdict.token_usage,
-        latency_ms=verdict.latency_ms,
-    )  # fmt: skip
+def committed_message(draft: Draft, text: str) -> dict[str, Any]:
+    """The ``messages`` record of a commit (shape of :class:`streams.payloads.Message`)."""
+    return {
+        "message_id": draft.draft_id,
+        "agent_id": draft.agent_id,
+        "agent_name": draft.agent_name,
+        "text": text,
+        "kind": "action",
+        "source": None,
+        "run_id": draft.run_id,
+        "channel": draft.channel,
+        "recipient": draft.recipient,
+        "origin": "gate",
+        "ts": utcnow_iso(),
+    }
 
 
-def committed_message(draft: Draft, verdict: Verdict) -> Message:
-    return Message(
-        message_id=draft.draft_id,
-        agent_id=draft.agent_id,
-        agent_name=draft.agent_name,
-        text=verdict.text,
-        run_id=draft.run_id,
-        channel=draft.channel,
-        recipient=draft.recipient,
-        origin="gate",
-    )
+def utcnow_iso() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
-def remember_commit(recent: MutableMapping[str, Any], message: Message) -> None:
-    history = list(recent.get(message.agent_id) or [])
-    history.append({"id": message.message_id, "text": message.text, "channel": message.channel})
-    recent[message.agent_id] = history[-RECENT_KEPT:]
+def remember_commit(recent: MutableMapping[str, Any], agent_id: str, message_id: str, text: str,
+                    channel: str | None) -> None:  # fmt: skip
+    history = list(recent.get(agent_id) or [])
+    history.append({"id": message_id, "text": text, "channel": channel})
+    recent[agent_id] = history[-RECENT_KEPT:]
 
 
-async def process_draft(deps: GateDeps, draft: Draft, received: float) -> Verdict:
-    """Judge one attempt, send its records and update the tables. Returns the verdict sent."""
+async def process_draft(deps: GateDeps, draft: Draft, received: float) -> list[asyncio.Future[Any]]:
+    """Judge one attempt, send its records and update the tables. Returns the records' delivery futures."""
     result, decision = await judge_attempt(deps, draft)
     latency_ms = (time.monotonic() - received) * 1000.0
     verdict = build_verdict(draft, result, decision, latency_ms, deps.judge.name)
     key = draft.agent_id.encode()
     topics = deps.topics
-    await deps.send(topics.verdicts, key, encode(verdict))
-    await deps.send(topics.correction_logs, key, encode(build_log(draft, result, verdict)))
+    deliveries = [
+        await deps.send(topics.verdicts, key, orjson.dumps(verdict)),
+        await deps.send(topics.correction_logs, key, orjson.dumps(build_log(draft, result, verdict))),
+    ]
     if decision.decision is Decision.COMMIT:
-        message = committed_message(draft, verdict)
-        await deps.send(topics.messages, key, encode(message))
-        remember_commit(deps.recent, message)
+        deliveries.append(await deps.send(topics.messages, key, orjson.dumps(committed_message(draft, decision.text))))
+        remember_commit(deps.recent, draft.agent_id, draft.draft_id, decision.text, draft.channel)
     if decision.decision is Decision.RETRY:
         attempts = [a for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] != draft.attempt]
         attempts.append({"attempt": draft.attempt, "text": draft.text, "total_score": result.total_score})
         deps.pending[draft.draft_id] = attempts
-    elif draft.draft_id in deps.pending:
+    elif draft.attempt > 1 and draft.draft_id in deps.pending:
         del deps.pending[draft.draft_id]
-    deps.stats.record(result, verdict)
-    return verdict
+    deps.stats.record(result, decision.outcome.value, draft.attempt, latency_ms)
+    return deliveries

@@ -219,6 +219,10 @@ def decode(model: type[M], raw: bytes | None) -> M:
     if raw is None:
         raise PayloadError("empty record value")
     try:
+        return model.model_validate_json(raw)  # fast path: pydantic parses the JSON itself
+    except ValidationError:
+        pass  # explain the problem below, in our words
+    try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise PayloadError(f"value is not valid JSON: {exc}") from None

@@ -13,6 +13,15 @@ from engine.settings import Settings
 from streams.app import build_app
 
 
+def _new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop where available (Linux, macOS): its faster socket and callback handling matter here."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 def run_worker(
     settings: Settings,
     judge: Judge,
@@ -22,7 +31,7 @@ def run_worker(
     loglevel: str = "WARNING",
 ) -> None:
     """Block until SIGINT/SIGTERM. ``on_ready`` is called once partitions are assigned and the store is up."""
-    loop = asyncio.new_event_loop()
+    loop = _new_loop()
     asyncio.set_event_loop(loop)
     app, runtime = build_app(settings, judge, partitions=partitions)
     runtime.on_ready = on_ready

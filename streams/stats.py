@@ -10,7 +10,6 @@ import numpy as np
 
 from engine.gate import AttemptResult
 from engine.models import ZERO_USAGE, TokenUsage
-from streams.payloads import Verdict
 
 LATENCY_WINDOW = 10_000
 
@@ -34,12 +33,12 @@ class GateStats:
     dead_letters: int = 0
     latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
 
-    def record(self, result: AttemptResult, verdict: Verdict) -> None:
+    def record(self, result: AttemptResult, outcome: str, attempt: int, latency_ms: float) -> None:
         self.attempts += 1
-        self.outcomes[verdict.outcome] += 1
-        if verdict.attempt == 1:
+        self.outcomes[outcome] += 1
+        if attempt == 1:
             self.drafts_first_attempt += 1
-            self.first_attempt_passed += verdict.decision == "commit" and verdict.outcome != "forced_through"
+            self.first_attempt_passed += outcome in {"passed", "timeout_pass_through"}
         for check in result.checks:
             name = check.dimension.value
             if check.timed_out:
@@ -53,7 +52,7 @@ class GateStats:
             self.similarity_failures += not result.similarity.passed
         self.judge_calls += result.judge_calls
         self.usage = self.usage + result.usage
-        self.latencies_ms.append(verdict.latency_ms)
+        self.latencies_ms.append(latency_ms)
 
     def snapshot(self) -> dict[str, Any]:
         lat = np.asarray(self.latencies_ms, dtype=float)

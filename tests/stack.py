@@ -8,11 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import selectors
-import signal
-import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,7 +19,7 @@ import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from engine.settings import Settings
-from streams.embedded import EmbeddedBroker, EmbeddedDatabase, free_port
+from streams.embedded import EmbeddedBroker, EmbeddedDatabase, WorkerProcess, free_port
 from streams.kafka import create_topics
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,57 +35,12 @@ class Stack:
         return Settings(broker=self.broker.bootstrap, database_url=self.database.url, topic_prefix=prefix, **changes)
 
 
-@dataclass
-class Worker:
-    """A `drift worker` subprocess."""
-
-    args: list[str]
-    env: dict[str, str]
-    log_path: Path
-    process: subprocess.Popen[bytes] | None = None
-    ready_line: str = ""
-    starts: int = 0
+class Worker(WorkerProcess):
+    """A `drift worker` subprocess of a test (see :class:`streams.embedded.WorkerProcess`)."""
 
     def start(self, timeout_s: float = 45.0) -> Worker:
-        self.starts += 1
-        log = open(self.log_path, "ab")  # noqa: SIM115 - closed when the process ends
-        self.process = subprocess.Popen(self.args, env=self.env, stdout=subprocess.PIPE, stderr=log, cwd=REPO)
-        self.ready_line = self._await_ready(timeout_s)
+        super().start(timeout_s)
         return self
-
-    def _await_ready(self, timeout_s: float) -> str:
-        assert self.process is not None and self.process.stdout is not None
-        selector = selectors.DefaultSelector()
-        selector.register(self.process.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + timeout_s
-        buffer = b""
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                break
-            if selector.select(timeout=0.2):
-                chunk = os.read(self.process.stdout.fileno(), 4096)
-                buffer += chunk
-                for line in buffer.decode(errors="replace").splitlines():
-                    if line.startswith("ready"):
-                        return line
-        self.stop()
-        output = buffer.decode(errors="replace")[-4000:]
-        raise AssertionError(
-            f"worker not ready in {timeout_s}s; stdout:\n{output}\nstderr:\n{self.log_path.read_text()[-4000:]}"
-        )
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
 
 
 @dataclass

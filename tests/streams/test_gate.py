@@ -1,0 +1,78 @@
+"""The gate's output records: the hot path builds plain dicts, which must match the published models."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+
+from engine.gate import AttemptResult, Decision, DimensionCheck, GateDecision, Outcome, SimilarityCheck
+from engine.models import Dimension, TokenUsage
+from streams.dispatch import KeyedDispatcher
+from streams.gate import build_log, build_verdict, committed_message, remember_commit
+from streams.payloads import CorrectionLog, Draft, Message, Verdict
+
+
+def make_draft(**changes: object) -> Draft:
+    fields: dict[str, object] = {"draft_id": "d-1", "attempt": 2, "agent_id": "michael", "text": "Hello there",
+                                 "run_id": "r", "channel": "#general"}  # fmt: skip
+    return Draft.model_validate({**fields, **changes})
+
+
+def make_result() -> AttemptResult:
+    check = DimensionCheck(Dimension.ADHERENCE, 4.5, 7.0, False, reasoning="flat", usage=TokenUsage(10, 2, 3, 4))
+    similarity = SimilarityCheck(0.7, 0.6, False, "Hello there!")
+    return AttemptResult(attempt=2, text="Hello there", checks=(check,), similarity=similarity)
+
+
+def roundtrip(record: dict[str, object]) -> dict[str, object]:
+    loaded: dict[str, object] = orjson.loads(orjson.dumps(record))
+    return loaded
+
+
+def test_verdict_dict_validates_as_the_published_model() -> None:
+    decision = GateDecision(Decision.RETRY, Outcome.CORRECTED, "Hello there", None, feedback="do better")
+    verdict = build_verdict(make_draft(), make_result(), decision, 12.5, "scripted:x")
+    model = Verdict.model_validate(roundtrip(verdict))
+    assert model.model_dump(mode="json") == roundtrip(verdict)
+    assert model.scores["adherence"].passed is False and model.similarity is not None
+    assert model.token_usage.cache_creation_input_tokens == 4
+
+
+def test_correction_log_and_message_validate_as_the_published_models() -> None:
+    decision = GateDecision(Decision.COMMIT, Outcome.FORCED_THROUGH, "Earlier text", 1)
+    verdict = build_verdict(make_draft(), make_result(), decision, 3.0, "scripted:x")
+    log = CorrectionLog.model_validate(roundtrip(build_log(make_draft(), make_result(), verdict)))
+    assert (log.corrected_text, log.outcome, log.similarity_score) == ("Earlier text", "forced_through", 0.7)
+    message = Message.model_validate(roundtrip(committed_message(make_draft(), "Earlier text")))
+    assert (message.origin, message.message_id, message.text) == ("gate", "d-1", "Earlier text")
+
+
+def test_recent_history_keeps_the_last_ten() -> None:
+    table: dict[str, object] = {}
+    for n in range(15):
+        remember_commit(table, "pam", f"m{n}", f"text {n}", "#art")  # type: ignore[arg-type]
+    history = table["pam"]
+    assert isinstance(history, list) and [h["id"] for h in history] == [f"m{n}" for n in range(5, 15)]
+
+
+async def test_dispatcher_orders_per_key_and_runs_keys_concurrently() -> None:
+    seen: list[str] = []
+    slow_started = asyncio.Event()
+
+    async def handler(item: tuple[str, float]) -> None:
+        name, delay = item
+        if delay:
+            slow_started.set()
+        await asyncio.sleep(delay)
+        seen.append(name)
+
+    dispatcher: KeyedDispatcher[tuple[str, float]] = KeyedDispatcher(handler, max_in_flight=100)
+    await dispatcher.submit("a", ("a1", 0.2))
+    await dispatcher.submit("a", ("a2", 0.0))
+    await slow_started.wait()
+    await dispatcher.submit("b", ("b1", 0.0))
+    assert dispatcher.busy("a")
+    await dispatcher.wait_idle()
+    assert seen == ["b1", "a1", "a2"]  # b is not blocked by a's slow item; a stays in order
+    assert not dispatcher.busy("a")
