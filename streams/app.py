@@ -31,7 +31,7 @@ from streams.configs import ConfigCache
 from streams.dispatch import KeyedDispatcher
 from streams.evaluations import install_evaluations
 from streams.gate import GateDeps, process_draft, remember_commit
-from streams.kafka import client_kwargs, start_with_retry
+from streams.kafka import client_kwargs, ssl_context, start_with_retry
 from streams.payloads import AgentConfigChange, DeadLetter, Draft, EvaluationRequest, Message, decode, encode
 from streams.sinks import run_sink
 from streams.steps import install_steps
@@ -75,8 +75,8 @@ class DriftApp(faust.App):
 
 
 def _credentials(settings: Settings) -> Any:
-    from streams.kafka import ssl_context
-
+    """Faust broker credentials from the same settings (and the same validation) as every aiokafka client."""
+    client_kwargs(settings)  # raises ConfigurationError for an incomplete SASL or TLS setup
     context = ssl_context(settings)
     if settings.kafka_security_protocol.startswith("SASL"):
         return faust.SASLCredentials(
@@ -94,6 +94,7 @@ def _faust_app(settings: Settings, partitions: int) -> DriftApp:
         broker=f"kafka://{settings.broker}",
         broker_credentials=_credentials(settings),
         store="memory://",
+        datadir=str(settings.data_dir / "faust" / "{conf.name}"),
         autodiscover=False,
         topic_partitions=partitions,
         topic_replication_factor=1,

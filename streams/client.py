@@ -109,7 +109,8 @@ class GateClient:
     async def _request(
         self, key: tuple[str, str, int], topic: str, record_key: str, value: bytes, timeout: float
     ) -> Any:
-        assert self._producer is not None, "use 'async with GateClient(...)'"
+        if self._producer is None:
+            raise ConfigurationError("the client is not started: use 'async with GateClient(...) as gate'")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[key] = future
         await self._producer.send(topic, value, key=record_key.encode())
@@ -137,7 +138,7 @@ class GateClient:
                       channel=channel, run_id=run_id, **fields)  # fmt: skip
         verdict: Verdict = await self._request(
             ("verdict", draft.draft_id, draft.attempt), self.topics.drafts, agent_id, encode(draft),
-            timeout_s or self.timeout_s,
+            self.timeout_s if timeout_s is None else timeout_s,
         )  # fmt: skip
         return verdict
 
@@ -166,11 +167,16 @@ class GateClient:
         """Announce a step and wait for its directives record."""
         record = Step(run_id=run_id, step=step, agent_ids=agent_ids, channel=channel)
         directives: Directives = await self._request(
-            ("step", run_id, step), self.topics.steps, run_id, encode(record), timeout_s or self.timeout_s
+            ("step", run_id, step),
+            self.topics.steps,
+            run_id,
+            encode(record),
+            self.timeout_s if timeout_s is None else timeout_s,
         )
         return directives
 
     async def publish_message(self, message: Message) -> None:
         """Publish a committed event (a stimulus, or an action that bypassed the gate) to the history."""
-        assert self._producer is not None
+        if self._producer is None:
+            raise ConfigurationError("the client is not started: use 'async with GateClient(...) as gate'")
         await self._producer.send_and_wait(self.topics.messages, encode(message), key=message.agent_id.encode())

@@ -104,7 +104,8 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
     if not gate_active(config):
         result = AttemptResult(attempt=draft.attempt, text=draft.text)
         return result, GateDecision(Decision.COMMIT, Outcome.PASSED, draft.text, draft.attempt)
-    recent: list[dict[str, Any]] = list(deps.recent.get(draft.agent_id) or [])
+    # a redelivered draft whose commit was already recorded must not be compared with itself
+    recent = [r for r in deps.recent.get(draft.agent_id) or [] if r.get("id") != draft.draft_id]
     persona = _persona(deps, draft)
     dims = config.enabled_gate_dimensions()
     result = await run_checks(
@@ -199,7 +200,7 @@ def utcnow_iso() -> str:
 
 def remember_commit(recent: MutableMapping[str, Any], agent_id: str, message_id: str, text: str,
                     channel: str | None) -> None:  # fmt: skip
-    history = list(recent.get(agent_id) or [])
+    history = [h for h in recent.get(agent_id) or [] if h.get("id") != message_id]
     history.append({"id": message_id, "text": text, "channel": channel})
     recent[agent_id] = history[-RECENT_KEPT:]
 

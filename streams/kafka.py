@@ -20,7 +20,10 @@ TOPIC_EXISTS = 36
 def ssl_context(settings: Settings) -> ssl.SSLContext | None:
     if settings.kafka_security_protocol not in {"SSL", "SASL_SSL"}:
         return None
-    context: ssl.SSLContext = create_ssl_context(cafile=settings.kafka_ca_file)
+    try:
+        context: ssl.SSLContext = create_ssl_context(cafile=settings.kafka_ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigurationError(f"DRIFT_KAFKA_CA_FILE: cannot load {settings.kafka_ca_file!r}: {exc}") from None
     return context
 
 

@@ -51,7 +51,7 @@ def test_correction_log_and_message_validate_as_the_published_models() -> None:
 def test_recent_history_keeps_the_last_ten() -> None:
     table: dict[str, object] = {}
     for n in range(15):
-        remember_commit(table, "pam", f"m{n}", f"text {n}", "#art")  # type: ignore[arg-type]
+        remember_commit(table, "pam", f"m{n}", f"text {n}", "#art")
     history = table["pam"]
     assert isinstance(history, list) and [h["id"] for h in history] == [f"m{n}" for n in range(5, 15)]
 
@@ -76,3 +76,26 @@ async def test_dispatcher_orders_per_key_and_runs_keys_concurrently() -> None:
     await dispatcher.wait_idle()
     assert seen == ["b1", "a1", "a2"]  # b is not blocked by a's slow item; a stays in order
     assert not dispatcher.busy("a")
+
+
+async def test_a_redelivered_draft_is_not_compared_with_its_own_commit() -> None:
+    from engine.judges.scripted import ScriptedJudge
+    from engine.library import PropositionLibrary
+    from engine.models import AgentConfig
+    from engine.settings import BUNDLED_PROPOSITIONS, Settings
+    from streams.configs import ConfigCache
+    from streams.gate import GateDeps, judge_attempt
+
+    async def send(topic: str, key: bytes, value: bytes) -> asyncio.Future[object]:
+        raise AssertionError("judge_attempt sends nothing")
+
+    own = {"id": "d-1", "text": "Hello there", "channel": "#general"}
+    other = {"id": "d-0", "text": "Hello there", "channel": "#general"}
+    deps = GateDeps(Settings(), ScriptedJudge.from_rules({"default": 9}), PropositionLibrary(BUNDLED_PROPOSITIONS),
+                    ConfigCache(None, default=AgentConfig(gate_similarity_enabled=True)), send,
+                    recent={"michael": [own]}, pending={})  # fmt: skip
+    _, decision = await judge_attempt(deps, make_draft(attempt=1))
+    assert decision.outcome is Outcome.PASSED  # its own earlier commit (same draft id) is skipped
+    deps.recent["michael"] = [other, own]
+    _, decision = await judge_attempt(deps, make_draft(attempt=1))
+    assert decision.decision is Decision.RETRY  # another draft with the same text still counts

@@ -104,7 +104,6 @@ def test_unknown_protocols_and_mechanisms_are_configuration_errors(env: dict[str
         env_settings(**env)
 
 
-@pytest.mark.xfail(strict=True, reason="streams/kafka.py lets FileNotFoundError escape (reported to the lead)")
 def test_a_missing_ca_file_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError):
         client_kwargs(env_settings(DRIFT_KAFKA_SECURITY_PROTOCOL="SSL", DRIFT_KAFKA_CA_FILE="/absent/ca.pem"))
