@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
@@ -31,7 +32,9 @@ from engine.errors import ConfigurationError, JudgeTimeout, PayloadError, Servic
 from engine.evaluation.run import run_evaluation
 from engine.judges.base import Judge, JudgeRequest, JudgeResult, LimitedJudge
 from engine.models import EVALUATION_DIMENSIONS, Dimension, Event, EventKind
+from engine.personas import load_persona
 from engine.settings import Settings
+from streams.dispatch import KeyedDispatcher
 from streams.payloads import MAX_ID_CHARS, EvaluationRequest, EvaluationSummary, decode, encode, utcnow
 from streams.store import DuplicateRequest, PostgresEvaluationStore, Store, StoredRun
 from streams.topics import Topics
@@ -43,7 +46,7 @@ log = logging.getLogger(__name__)
 
 #: Newest events (the agent's and its channels') one evaluation reads.
 HISTORY_LIMIT = 200
-#: Evaluations in flight per worker.
+#: Evaluation requests in flight per worker (running, or queued behind a request of the same agent).
 EVAL_CONCURRENCY = 2
 #: Judge calls in flight for all evaluations of a worker (a share of the global cap the gate uses too).
 EVAL_JUDGE_SLOTS = 8
@@ -54,7 +57,15 @@ SINK_WAIT_S = 3.0
 _TICK = timedelta(microseconds=1)
 FINISHED = frozenset({"completed", "failed"})
 
-Sender = Callable[[str, bytes, bytes], Awaitable[None]]
+#: Queues a record; may return an awaitable that resolves once the broker has it (then it is awaited too).
+Sender = Callable[[str, bytes, bytes], Awaitable[object]]
+
+
+async def deliver(send: Sender, topic: str, key: bytes, value: bytes) -> None:
+    """Send a record and wait until the broker acknowledged it, whatever style of sender ``send`` is."""
+    pending = await send(topic, key, value)
+    if inspect.isawaitable(pending):
+        await pending
 
 
 class DeadlineJudge:
@@ -94,6 +105,17 @@ def request_dimensions(request: EvaluationRequest) -> tuple[Dimension, ...]:
     if unknown:
         raise PayloadError(f"unknown dimension(s) {', '.join(unknown)}; choose from {', '.join(known)}")
     return tuple(dict.fromkeys(known[name] for name in request.dimensions))
+
+
+def _dimensions_for(request: EvaluationRequest, settings: Settings) -> tuple[Dimension, ...]:
+    """The requested dimensions; by default the evaluation ones, without adherence for an agent with no persona."""
+    if request.dimensions:
+        return request_dimensions(request)
+    try:
+        persona = load_persona(settings.propositions_dir, request.agent_id)
+    except ConfigurationError:
+        return EVALUATION_DIMENSIONS  # the run fails with this reason
+    return tuple(d for d in EVALUATION_DIMENSIONS if persona is not None or d is not Dimension.ADHERENCE)
 
 
 def summary_of(run: StoredRun) -> EvaluationSummary:
@@ -139,7 +161,7 @@ async def evaluate_request(store: Store, judge: Judge, settings: Settings, reque
     finished = await runs.find_run(request_id=request.request_id)
     if finished is not None and finished.status in FINISHED:
         return finished
-    dims = request_dimensions(request)
+    dims = _dimensions_for(request, settings)
     since, until = await _window(runs, request)
     if request.reason == "threshold":
         await _await_sink(runs, request, since)
@@ -198,7 +220,7 @@ async def schedule_evaluations(
     ]
     topic = Topics(topic_prefix).evaluation_requests
     for request in requests:
-        await send(topic, request.agent_id.encode(), encode(request))
+        await deliver(send, topic, request.agent_id.encode(), encode(request))
     return requests
 
 
@@ -209,26 +231,39 @@ def evaluation_judge(judge: Judge, settings: Settings) -> Judge:
 
 def install_evaluations(app: DriftApp, rt: Runtime) -> None:
     """The ``evaluation-requests`` agent and the crontab job that schedules evaluations."""
-    from streams.app import raw_topic
-
     if not croniter.is_valid(rt.settings.eval_cron):
         raise ConfigurationError(f"DRIFT_EVAL_CRON: {rt.settings.eval_cron!r} is not a crontab expression")
+    _install_requests(app, rt)
+
+    @app.crontab(rt.settings.eval_cron, on_leader=True)
+    async def scheduled_evaluations() -> None:
+        await rt.store_ready.wait()
+        assert rt.store is not None
+        requests = await schedule_evaluations(rt.store, rt.send, rt.settings.topic_prefix)
+        log.info("scheduled %d evaluation(s)", len(requests))
+
+
+def _install_requests(app: DriftApp, rt: Runtime) -> None:
+    from streams.app import raw_topic
+
     topics = Topics(rt.settings.topic_prefix)
     judge = evaluation_judge(rt.deps.judge, rt.settings)
-    slots = asyncio.Semaphore(EVAL_CONCURRENCY)
 
-    async def work(event: Any, request: EvaluationRequest) -> None:
+    async def work(item: tuple[Any, EvaluationRequest]) -> None:
+        event, request = item
         try:
             await rt.store_ready.wait()
             assert rt.store is not None
             stored = await evaluate_request(rt.store, judge, rt.settings, request)
-            await rt.send(topics.evaluations, request.agent_id.encode(), encode(summary_of(stored)))
+            await deliver(rt.send, topics.evaluations, request.agent_id.encode(), encode(summary_of(stored)))
         except Exception as exc:
             log.exception("evaluation request %s could not be processed", request.request_id)
             await rt.dead_letter(event, f"evaluation request not processed: {exc}")
         finally:
             event.ack()
-            slots.release()
+
+    # One agent's requests run in order (a redelivered request never races its first delivery).
+    dispatcher: KeyedDispatcher[tuple[Any, EvaluationRequest]] = KeyedDispatcher(work, max_in_flight=EVAL_CONCURRENCY)
 
     @app.agent(raw_topic(app, topics.evaluation_requests), name="evaluations")
     async def evaluations(stream: Any) -> None:
@@ -239,14 +274,4 @@ def install_evaluations(app: DriftApp, rt: Runtime) -> None:
                 await rt.dead_letter(event, str(exc))
                 event.ack()
                 continue
-            await slots.acquire()
-            task = asyncio.ensure_future(work(event, request))
-            rt.background.add(task)
-            task.add_done_callback(rt.background.discard)
-
-    @app.crontab(rt.settings.eval_cron, on_leader=True)
-    async def scheduled_evaluations() -> None:
-        await rt.store_ready.wait()
-        assert rt.store is not None
-        requests = await schedule_evaluations(rt.store, rt.send, rt.settings.topic_prefix)
-        log.info("scheduled %d evaluation(s)", len(requests))
+            await dispatcher.submit(request.agent_id, (event, request))
