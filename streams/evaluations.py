@@ -225,8 +225,12 @@ async def schedule_evaluations(
 
 
 def evaluation_judge(judge: Judge, settings: Settings) -> Judge:
-    """The worker's judge for evaluations: a few of the global call slots, each call under the judge deadline."""
-    return DeadlineJudge(LimitedJudge(judge, EVAL_JUDGE_SLOTS), settings.judge_deadline_s)
+    """The worker's judge for evaluations: a few of the global call slots, each call under the judge deadline.
+
+    The deadline starts once a call has one of these slots: calls queued behind the evaluation's own calls
+    never time out for waiting.
+    """
+    return LimitedJudge(DeadlineJudge(judge, settings.judge_deadline_s), EVAL_JUDGE_SLOTS)
 
 
 def install_evaluations(app: DriftApp, rt: Runtime) -> None:
