@@ -1,0 +1,1 @@
+"""Benchmarks: each module measures one thing and merges its numbers into ``ops/bench/results.json``."""

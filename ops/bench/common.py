@@ -1,0 +1,49 @@
+"""Shared helpers for benchmarks: the results file and a description of the machine that produced it."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+RESULTS_PATH = Path(__file__).resolve().parent / "results.json"
+
+
+def merge_results(path: Path, new: dict[str, Any]) -> None:
+    """Update the JSON object in ``path`` with ``new`` (creating it if needed); sorted keys, indent 2.
+
+    The file is replaced atomically, so a reader never sees half of it.
+    """
+    current: dict[str, Any] = {}
+    if path.exists():
+        loaded = json.loads(path.read_text(encoding="utf-8") or "{}")
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{path} must hold a JSON object, found {type(loaded).__name__}")
+        current = loaded
+    current.update(new)
+    scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    scratch.write_text(json.dumps(current, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    scratch.replace(path)
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def machine_info() -> dict[str, str | int]:
+    """CPU model, logical core count, Python version and platform string."""
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count() or 0,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+    }
