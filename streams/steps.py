@@ -199,7 +199,8 @@ class HistoryFeed:
             partitions = await self._partitions(reader)
             reader.assign(partitions)
             fresh = [tp for tp in partitions if tp not in self._positions]
-            await reader.seek_to_beginning(*fresh)
+            if fresh:  # (no argument would mean every assigned partition)
+                await reader.seek_to_beginning(*fresh)
             for tp in partitions:
                 if tp in fresh:
                     self._positions[tp] = await reader.position(tp)
@@ -246,8 +247,9 @@ class HistoryFeed:
         try:
             async with asyncio.timeout(timeout_s):
                 await self._started.wait()
-                assert self._offsets is not None
-                ends: dict[TopicPartition, int] = await self._offsets.end_offsets(list(self._positions))
+                if (offsets := self._offsets) is None:
+                    return False  # reconnecting
+                ends: dict[TopicPartition, int] = await offsets.end_offsets(list(self._positions))
                 async with self._progress:
                     await self._progress.wait_for(lambda: all(self._positions[tp] >= n for tp, n in ends.items()))
             return True
