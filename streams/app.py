@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 import faust
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from faust.streams import _current_event
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
@@ -31,7 +31,7 @@ from streams.configs import ConfigCache
 from streams.dispatch import KeyedDispatcher
 from streams.evaluations import install_evaluations
 from streams.gate import GateDeps, process_draft, remember_commit
-from streams.kafka import client_kwargs, ssl_context, start_with_retry
+from streams.kafka import client_kwargs, ssl_context, start_with_retry, true_end_offsets
 from streams.payloads import AgentConfigChange, DeadLetter, Draft, EvaluationRequest, Message, decode, encode
 from streams.sinks import run_sink
 from streams.steps import install_steps
@@ -41,14 +41,30 @@ from streams.topics import Topics, app_id
 log = logging.getLogger(__name__)
 
 
-def _transport_class(fetch_max_wait_ms: int) -> type[faust_aiokafka.Transport]:
-    """Faust hard-codes a 1500 ms fetch wait; the embedded broker needs it low (FACTS.md)."""
+def _transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
+    """Faust's aiokafka transport with two fixes for the embedded broker (FACTS.md): a configurable fetch wait
+    (Faust hard-codes 1500 ms) and table-recovery end offsets that count whole batches (Tansu reports the last
+    batch's base offset + 1; see :func:`streams.kafka.true_end_offsets`)."""
 
     class ConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
+        _probe: AIOKafkaConsumer | None = None
+
         def _create_worker_consumer(self, transport: Any) -> Any:
             consumer = super()._create_worker_consumer(transport)
-            consumer._fetch_max_wait_ms = fetch_max_wait_ms
+            consumer._fetch_max_wait_ms = settings.fetch_max_wait_ms
             return consumer
+
+        async def _highwaters(self, partitions: list[Any]) -> Any:
+            reported = dict(await super()._highwaters(partitions))
+            if self._probe is None:
+                self._probe = AIOKafkaConsumer(**client_kwargs(settings), enable_auto_commit=False)
+                await self._probe.start()
+            return await true_end_offsets(self._probe, reported)
+
+        async def on_thread_stop(self) -> None:
+            if self._probe is not None:
+                await self._probe.stop()
+            await super().on_thread_stop()
 
     class Consumer(faust_aiokafka.Consumer):
         def _new_consumer_thread(self) -> ConsumerThread:
@@ -62,7 +78,7 @@ def _transport_class(fetch_max_wait_ms: int) -> type[faust_aiokafka.Transport]:
 
 
 class DriftApp(faust.App):
-    fetch_max_wait_ms = 10
+    settings: Settings | None = None
     runtime: Runtime | None = None
 
     async def on_stop(self) -> None:
@@ -71,7 +87,7 @@ class DriftApp(faust.App):
         await super().on_stop()
 
     def _new_transport(self) -> Any:
-        return _transport_class(self.fetch_max_wait_ms)(self.conf.broker_consumer, self)
+        return _transport_class(self.settings or Settings())(self.conf.broker_consumer, self)
 
 
 def _credentials(settings: Settings) -> Any:
@@ -89,12 +105,14 @@ def _credentials(settings: Settings) -> Any:
 
 
 def _faust_app(settings: Settings, partitions: int) -> DriftApp:
+    faust_dir = settings.data_dir / "faust"
+    faust_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
     app = DriftApp(
         app_id(settings),
         broker=f"kafka://{settings.broker}",
         broker_credentials=_credentials(settings),
         store="memory://",
-        datadir=str(settings.data_dir / "faust" / "{conf.name}"),
+        datadir=str(faust_dir / "{conf.name}"),
         autodiscover=False,
         topic_partitions=partitions,
         topic_replication_factor=1,
@@ -113,7 +131,7 @@ def _faust_app(settings: Settings, partitions: int) -> DriftApp:
         web_port=settings.web_port,
         web_in_thread=False,
     )
-    app.fetch_max_wait_ms = settings.fetch_max_wait_ms
+    app.settings = settings
     return app
 
 

@@ -88,3 +88,30 @@ async def start_with_retry(client: Any, broker: str, timeout_s: float) -> None:
             if loop.time() >= deadline:
                 raise ServiceError(f"cannot reach the Kafka broker at {broker}: {exc}") from None
             await asyncio.sleep(0.2)
+
+
+async def true_end_offsets(probe: Any, reported: dict[Any, int], timeout_ms: int = 1000) -> dict[Any, int]:
+    """End offsets that count every record of the last batch.
+
+    Tansu 0.6 (the embedded broker) answers ListOffsets with the last *batch's* base offset + 1, so the end of a
+    partition whose last batch holds several records is reported too low, and a reader that stops at the
+    reported end (Faust's table recovery) silently drops the tail. Reading from ``end - 1`` returns that whole
+    batch; its highest offset + 1 is the true end. With a correct broker this returns ``reported`` unchanged.
+    """
+    probed = [tp for tp, end in reported.items() if end > 0]
+    if not probed:
+        return dict(reported)
+    probe.assign(probed)
+    for tp in probed:
+        probe.seek(tp, reported[tp] - 1)
+    fixed = dict(reported)
+    pending = set(probed)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_ms / 1000
+    while pending and loop.time() < deadline:
+        batches = await probe.getmany(*pending, timeout_ms=100)
+        for tp, records in batches.items():
+            if records:
+                fixed[tp] = max(fixed[tp], records[-1].offset + 1)
+                pending.discard(tp)
+    return fixed
