@@ -45,6 +45,7 @@ class Settings:
     eval_window_s: float = 3600.0
     eval_threshold: int = 50
     eval_cron: str = "0 3 * * *"
+    eval_deadline_s: float = 900.0
     kafka_security_protocol: str = "PLAINTEXT"
     kafka_sasl_mechanism: str | None = None
     kafka_sasl_username: str | None = None

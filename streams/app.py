@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import logging
 import time
 import weakref
@@ -355,7 +356,7 @@ def _install_sinks(app: DriftApp, rt: Runtime) -> None:
 
 async def _request_evaluation(rt: Runtime, message: Message) -> None:
     request = EvaluationRequest(
-        request_id=f"{message.agent_id}:{message.message_id}",
+        request_id="threshold-" + hashlib.sha256(f"{message.agent_id}\0{message.message_id}".encode()).hexdigest()[:32],
         agent_id=message.agent_id,
         reason="threshold",
         message_count=rt.settings.eval_threshold,

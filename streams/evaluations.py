@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from croniter import croniter  # type: ignore[import-untyped]
+from croniter import croniter
 
 from engine.errors import ConfigurationError, JudgeTimeout, PayloadError, ServiceError
 from engine.evaluation.run import run_evaluation
@@ -51,7 +51,6 @@ EVAL_CONCURRENCY = 2
 #: Judge calls in flight for all evaluations of a worker (a share of the global cap the gate uses too).
 EVAL_JUDGE_SLOTS = 8
 #: Deadline of a whole evaluation run; each judge call also has the judge deadline (DRIFT_JUDGE_DEADLINE_S).
-RUN_DEADLINE_S = 900.0
 #: How long a threshold request waits for the message sink to store the messages that triggered it.
 SINK_WAIT_S = 3.0
 _TICK = timedelta(microseconds=1)
@@ -171,7 +170,13 @@ async def evaluate_request(store: Store, judge: Judge, settings: Settings, reque
             await _fail_empty(runs, request, dims)
         else:
             await run_evaluation(
-                judge, runs, request.agent_id, events, dims, settings.propositions_dir, deadline_s=RUN_DEADLINE_S
+                judge,
+                runs,
+                request.agent_id,
+                events,
+                dims,
+                settings.propositions_dir,
+                deadline_s=settings.eval_deadline_s,
             )
     except DuplicateRequest:
         log.info("evaluation request %s finished elsewhere", request.request_id)

@@ -155,7 +155,7 @@ async def _source_events(inputs: Inputs, agents: list[str], settings: Settings) 
         raise ConfigurationError(
             "--run-id/--since need streams.store.PostgresMessageSource, which is not available yet"
         )
-    source = factory(settings.database_url)
+    source = factory(settings.database())
     async with contextlib.AsyncExitStack() as stack:
         if hasattr(source, "__aenter__"):
             source = await stack.enter_async_context(source)
