@@ -193,7 +193,10 @@ async def test_verdicts_are_readable_by_confluent_kafka(scenario: Scenario) -> N
         await gate.close()
     consumer = Consumer({"bootstrap.servers": scenario.settings.broker, "group.id": f"cf-{uuid.uuid4().hex[:6]}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
-    consumer.subscribe([scenario.settings.topic("verdicts")])
+    from confluent_kafka import TopicPartition as ConfluentPartition
+
+    # explicit assignment: no group join, so the test does not wait for a rebalance
+    consumer.assign([ConfluentPartition(scenario.settings.topic("verdicts"), p, 0) for p in range(3)])
     try:
         found: dict[str, Any] | None = None
         deadline = time.monotonic() + 30

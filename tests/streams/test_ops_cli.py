@@ -293,15 +293,16 @@ def test_tail_lines_for_one_agent(traffic: Traffic) -> None:
 @pytest.mark.e2e
 async def test_tail_follows_new_records_and_stops_after_the_limit(traffic: Traffic) -> None:
     settings = traffic.control.settings
+    live = f"{traffic.agents[1]}-live"  # an agent of its own: earlier traffic may still be in flight
     process = subprocess.Popen(
-        [DRIFT, "tail", "verdicts", "--json", "--limit", "1",
+        [DRIFT, "tail", "verdicts", "--json", "--limit", "1", "--agent", live,
          "--broker", settings.broker, "--prefix", traffic.control.prefix],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         wait_for_stderr(process, "from now")
         async with GateClient(settings=settings, timeout_s=20) as gate:
-            sent = await gate.check(agent_id=traffic.agents[1], text="a live one")
+            sent = await gate.check(agent_id=live, text="a live one")
         out, _ = process.communicate(timeout=30)
     finally:
         process.kill()
