@@ -204,18 +204,19 @@ async def test_message_events_share_channels_within_the_window(
     store: Store, agent: Callable[[str], str], message: MessageFactory
 ) -> None:
     angela, dwight, toby = agent("angela"), agent("dwight"), agent("toby")
+    r1, r2 = agent("r1"), agent("r2")  # run ids of this test alone: the database is shared by the session
     await store.write_messages(
         [
-            message(angela, "Sprinkles is a perfect angel.", 0, channel="annex", run_id="r1"),
-            message(dwight, "Mose could guard the annex.", 1, channel="annex", run_id="r1"),
-            message(toby, "HR reminder.", 2, channel="hr", run_id="r1"),
-            message(dwight, "Just to Angela: meet at the farm.", 3, run_id="r1"),  # no channel: not shared
-            message(angela, "New topic", 4, channel="annex", kind="stimulus", source="facilitator", run_id="r1"),
-            message(angela, "Another run, same channel.", 5, channel="annex", run_id="r2"),
-            message(dwight, "Fire drill!", 6, channel="annex", run_id="r1"),
+            message(angela, "Sprinkles is a perfect angel.", 0, channel="annex", run_id=r1),
+            message(dwight, "Mose could guard the annex.", 1, channel="annex", run_id=r1),
+            message(toby, "HR reminder.", 2, channel="hr", run_id=r1),
+            message(dwight, "Just to Angela: meet at the farm.", 3, run_id=r1),  # no channel: not shared
+            message(angela, "New topic", 4, channel="annex", kind="stimulus", source="facilitator", run_id=r1),
+            message(angela, "Another run, same channel.", 5, channel="annex", run_id=r2),
+            message(dwight, "Fire drill!", 6, channel="annex", run_id=r1),
         ]
     )
-    everything = await store.message_events([angela], "r1")
+    everything = await store.message_events([angela], r1)
     assert [e.text for e in everything] == [
         "Sprinkles is a perfect angel.", "Mose could guard the annex.", "New topic", "Fire drill!",
     ]  # fmt: skip
@@ -228,7 +229,7 @@ async def test_message_events_share_channels_within_the_window(
     assert [e.text for e in window] == ["Mose could guard the annex.", "New topic", "Another run, same channel."]
     newest = await store.message_events([angela], None, limit=2)
     assert [e.text for e in newest] == ["Another run, same channel.", "Fire drill!"]
-    every_agent = await store.message_events(None, "r1")
+    every_agent = await store.message_events(None, r1)
     assert {e.agent_id for e in every_agent} == {angela, dwight, toby} and len(every_agent) == 6
     assert await store.message_events([agent("nobody")], None) == []
 
