@@ -209,15 +209,17 @@ def _escalation(attempt: int, max_attempts: int) -> str:
         "Rewrite the message so that it passes every check above, staying in character and answering "
         "the same situation."
     )
+    say_little = " If you cannot write a message that passes, it is better to say very little than to act poorly."
+    guides_last_attempt = attempt >= max_attempts - 1
     if attempt <= 1:
-        return base
+        return base + say_little if guides_last_attempt else base
     stronger = (
         f"This is failed attempt {attempt} of {max_attempts}. Each failure means your changes were too "
         "timid: change the message MORE RADICALLY than last time — different opening, different content, "
         "different phrasing."
     )
-    if attempt >= max_attempts - 1:
-        stronger += " If you cannot write a message that passes, it is better to say very little than to act poorly."
+    if guides_last_attempt:
+        stronger += say_little
     return f"{base}\n{stronger}"
 
 
