@@ -164,20 +164,31 @@ async def run_checks(
     attempt: int,
     recent: Sequence[TokenizedMessage],
     deadline_s: float = DEFAULT_DIMENSION_DEADLINE_S,
+    parallel: bool = True,
 ) -> AttemptResult:
-    """Similarity first (cheap, no LLM), then every enabled LLM dimension in parallel."""
+    """Similarity first (cheap, no LLM), then every enabled LLM dimension in parallel (or in turn)."""
     text = target.action or ""
     similarity = None
     if config.gate_similarity_enabled:
         similarity = check_similarity(prepare(text), recent, config.max_action_similarity)
     dims = [d for d in config.enabled_gate_dimensions() if d in psets and psets[d].propositions]
-    tasks = [
-        asyncio.ensure_future(score_dimension(judge, psets[d], target, window_defaults=ACTION_LEVEL_WINDOW_DEFAULTS))
-        for d in dims
-    ]
-    checks = await asyncio.gather(
-        *(check_dimension(t, d, config.threshold(d), deadline_s) for t, d in zip(tasks, dims, strict=True))
-    )
+    if not dims:
+        return AttemptResult(attempt=attempt, text=text, similarity=similarity)
+
+    def judged(d: Dimension) -> asyncio.Task[DimensionScore]:
+        return asyncio.ensure_future(
+            score_dimension(judge, psets[d], target, window_defaults=ACTION_LEVEL_WINDOW_DEFAULTS)
+        )
+
+    if parallel:
+        tasks = [judged(d) for d in dims]
+        checks = list(
+            await asyncio.gather(
+                *(check_dimension(t, d, config.threshold(d), deadline_s) for t, d in zip(tasks, dims, strict=True))
+            )
+        )
+    else:  # TinyTroupe's way, kept for comparisons (DRIFT_GATE_PARALLEL=false): one dimension after another
+        checks = [await check_dimension(judged(d), d, config.threshold(d), deadline_s) for d in dims]
     return AttemptResult(attempt=attempt, text=text, checks=tuple(checks), similarity=similarity)
 
 

@@ -38,6 +38,8 @@ class Settings:
     openai_model: str = "local"
     judge_deadline_s: float = 5.0
     judge_concurrency: int = 64
+    gate_parallel: bool = True
+    sinks: bool = True  # run the Postgres sinks inside the worker (false: run `drift sinks` separately)
     step_deadline_s: float = 10.0
     fetch_max_wait_ms: int = 10
     web_host: str = "127.0.0.1"

@@ -34,7 +34,7 @@ from streams.evaluations import install_evaluations
 from streams.gate import GateDeps, process_draft, remember_commit
 from streams.kafka import client_kwargs, ssl_context, start_with_retry, true_end_offsets
 from streams.payloads import AgentConfigChange, DeadLetter, Draft, EvaluationRequest, Message, decode, encode
-from streams.sinks import run_sink
+from streams.sinks import run_sinks
 from streams.steps import install_steps
 from streams.store import Store
 from streams.topics import Topics, app_id
@@ -343,15 +343,18 @@ def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
 
 
 def _install_sinks(app: DriftApp, rt: Runtime) -> None:
-    topics = Topics(rt.settings.topic_prefix)
+    """The Postgres sinks (plain consumer groups, see :mod:`streams.sinks`), unless this worker runs without."""
+    if not rt.settings.sinks:
+        return
 
-    @app.agent(raw_topic(app, topics.correction_logs), name="correction-log-sink")
-    async def correction_sink(stream: Any) -> None:
-        await run_sink(rt, stream, "correction_logs")
+    async def store() -> Store:
+        await rt.store_ready.wait()
+        assert rt.store is not None
+        return rt.store
 
-    @app.agent(raw_topic(app, topics.messages), name="message-sink")
-    async def message_sink(stream: Any) -> None:
-        await run_sink(rt, stream, "run_messages")
+    @app.task  # type: ignore[untyped-decorator]
+    async def sinks() -> None:
+        await run_sinks(rt.settings, store)
 
 
 async def _request_evaluation(rt: Runtime, message: Message) -> None:

@@ -116,6 +116,7 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
         attempt=draft.attempt,
         recent=[deps.tokenized(r["text"]) for r in recent],
         deadline_s=deps.settings.judge_deadline_s,
+        parallel=deps.settings.gate_parallel,
     )
     earlier = [AttemptSummary(**a) for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] < draft.attempt]
     return result, decide(result, earlier, config)

@@ -14,6 +14,8 @@ Run with ``python -m ops.bench.gate`` (or ``make bench`` for every benchmark).
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -115,16 +117,23 @@ async def _configure(settings: Settings, agents: list[str], changes: dict[str, A
             await store.set_config(agent, changes)
 
 
-def _worker(stack: EmbeddedStack, settings: Settings, judge: str, env: dict[str, str] | None = None) -> WorkerProcess:
+def _worker(
+    stack: EmbeddedStack, settings: Settings, judge: str, env: dict[str, str] | None = None, extra: tuple[str, ...] = ()
+) -> WorkerProcess:
     environ = {"DRIFT_BROKER": settings.broker, "DRIFT_DATABASE_URL": settings.database(),
                "DRIFT_WEB_PORT": str(free_port()), **(env or {})}  # fmt: skip
     log = stack.root / f"worker-{settings.topic_prefix.strip('.')}.log"
-    return WorkerProcess.for_prefix(environ, log, "--prefix", settings.topic_prefix, "--judge", judge)
+    return WorkerProcess.for_prefix(environ, log, "--prefix", settings.topic_prefix, "--judge", judge, *extra)
 
 
-async def gate_algorithmic(stack: EmbeddedStack, n: int = 30_000) -> dict[str, float]:
-    """Drafts are queued first, then a worker starts: throughput is measured from first to last verdict."""
-    settings = Settings(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix="alg.")
+async def gate_algorithmic(stack: EmbeddedStack, n: int = 30_000, *, separate_sinks: bool = True) -> dict[str, float]:
+    """Drafts are queued first, then a worker starts: throughput is measured from first to last verdict.
+
+    With ``separate_sinks`` the worker runs ``--no-sinks`` beside a ``drift sinks`` process (the production
+    layout: the gate keeps its core); otherwise the sinks share the worker's process.
+    """
+    prefix = "alg." if separate_sinks else "alg-in."
+    settings = Settings(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix=prefix)
     agents = [f"agent-{i}" for i in range(AGENTS)]
     await create_topics(settings)
     await _configure(settings, agents, {"gate_similarity_enabled": True})
@@ -134,16 +143,29 @@ async def gate_algorithmic(stack: EmbeddedStack, n: int = 30_000) -> dict[str, f
         for i in range(n)
     ]  # fmt: skip
     await _produce(settings.broker, settings.topic("drafts"), drafts)
+    sinks = _sinks(stack, settings) if separate_sinks else None
     started = time.monotonic()
-    worker = _worker(stack, settings, "offline").start(timeout_s=60)
+    worker = _worker(stack, settings, "offline", extra=("--no-sinks",) if separate_sinks else ()).start(timeout_s=60)
     ready_s = time.monotonic() - started
     try:
         arrivals = await _consume_count(settings.broker, settings.topic("verdicts"), n, timeout_s=300)
     finally:
         worker.stop()
+        if sinks is not None:
+            sinks.stop()
     if len(arrivals) < n:
         raise RuntimeError(f"only {len(arrivals)} of {n} verdicts arrived")
-    return {"gate_algorithmic_drafts_per_s": n / (arrivals[-1] - arrivals[0]), "worker_ready_s": ready_s}
+    rate = n / (arrivals[-1] - arrivals[0])
+    if not separate_sinks:
+        return {"gate_algorithmic_inprocess_sinks_drafts_per_s": rate}
+    return {"gate_algorithmic_drafts_per_s": rate, "worker_ready_s": ready_s}
+
+
+def _sinks(stack: EmbeddedStack, settings: Settings) -> WorkerProcess:
+    environ = {"DRIFT_BROKER": settings.broker, "DRIFT_DATABASE_URL": settings.database()}
+    process = WorkerProcess.for_prefix(environ, stack.root / "sinks.log", "--prefix", settings.topic_prefix)
+    process.args[process.args.index("worker")] = "sinks"
+    return process.start(timeout_s=60)
 
 
 async def sink_rows(stack: EmbeddedStack, n: int = 20_000, batch: int = 500) -> float:
@@ -162,12 +184,102 @@ async def sink_rows(stack: EmbeddedStack, n: int = 20_000, batch: int = 500) -> 
         return n / (time.monotonic() - started)
 
 
+JUDGE_DELAY_MS = 200
+LLM_DIMENSIONS = {f"gate_{d}_enabled": True for d in ("adherence", "consistency", "fluency", "suitability")}
+
+
+def _fake_messages_api(port: int) -> subprocess.Popen[bytes]:
+    """The local Messages-API server (a test double) in its own process, answering after 200 ms."""
+    args = [sys.executable, "-m", "ops.fakes.messages_api", "--port", str(port), "--delay-ms", str(JUDGE_DELAY_MS),
+            "--score", "8"]  # fmt: skip
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert process.stdout is not None
+    process.stdout.readline()  # "listening on ..."
+    return process
+
+
+async def judge_latency_ms(base_url: str, calls: int = 20) -> float:
+    """Median latency of one judge call through the real anthropic SDK against the local server."""
+    from engine.judges.anthropic import AnthropicJudge
+    from engine.judges.base import Claim, JudgeMode, JudgeRequest
+
+    judge = AnthropicJudge(api_key="bench-not-a-key", base_url=base_url)
+    request = JudgeRequest(JudgeMode.SCORE, (Claim("c1", "Michael tells a story"),), "Michael Scott",
+                           action="Let me tell you about the time I saved the branch.")  # fmt: skip
+    latencies = []
+    try:
+        for _ in range(calls):
+            started = time.monotonic()
+            await judge.evaluate(request)
+            latencies.append((time.monotonic() - started) * 1000)
+    finally:
+        await judge.aclose()
+    return float(np.median(latencies))
+
+
+async def llm_gate(stack: EmbeddedStack, base_url: str, *, parallel: bool, drafts: int = 400,
+                   rate_per_s: float = 40.0) -> dict[str, float]:  # fmt: skip
+    """Four LLM dimensions for 200 agents through the real SDK; drafts arrive at a steady rate."""
+    from streams.client import GateClient
+
+    prefix = "llm-par." if parallel else "llm-seq."
+    settings = Settings(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix=prefix)
+    agents = [f"agent-{i}" for i in range(AGENTS)]
+    await create_topics(settings)
+    await _configure(settings, agents, LLM_DIMENSIONS)
+    env = {"ANTHROPIC_API_KEY": "bench-not-a-key", "DRIFT_ANTHROPIC_BASE_URL": base_url,
+           "DRIFT_JUDGE_CONCURRENCY": "2048", "DRIFT_JUDGE_DEADLINE_S": "10",
+           "DRIFT_GATE_PARALLEL": "true" if parallel else "false"}  # fmt: skip
+    worker = _worker(stack, settings, "anthropic", env).start(timeout_s=60)
+    try:
+        async with GateClient(settings=settings, timeout_s=60) as gate:
+            started = time.monotonic()
+            results = await asyncio.gather(*(_timed_check(gate, agents[i % AGENTS], i, started + i / rate_per_s)
+                                             for i in range(drafts)))  # fmt: skip
+            elapsed = max(done for _, done, _ in results) - started
+    finally:
+        worker.stop()
+    latencies = [latency for latency, _, _ in results]
+    usage = [u for _, _, u in results]
+    total = sum(u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"] for u in usage)
+    cached = sum(u["cache_read_input_tokens"] + u["cache_creation_input_tokens"] for u in usage)
+    calls = sum(u["calls"] for u in usage)
+    name = "llm_gate" if parallel else "llm_gate_sequential"
+    out = {f"{name}_p50_ms": float(np.percentile(latencies, 50)), f"{name}_p99_ms": float(np.percentile(latencies, 99))}
+    if parallel:
+        out.update({"llm_gate_drafts_per_s": drafts / elapsed, "judge_input_tokens_per_check": total / max(calls, 1),
+                    "judge_cacheable_prefix_fraction": cached / max(total, 1)})  # fmt: skip
+    return out
+
+
+async def _timed_check(gate: Any, agent: str, n: int, at: float) -> tuple[float, float, dict[str, int]]:
+    await asyncio.sleep(max(0.0, at - time.monotonic()))
+    sent = time.monotonic()
+    verdict = await gate.check(agent_id=agent, text=draft_text(n), channel="#general")
+    done = time.monotonic()
+    usage = verdict.token_usage.model_dump()
+    usage["calls"] = sum(1 for s in verdict.scores.values() if not s.timed_out and s.reasoning)
+    return (done - sent) * 1000, done, usage
+
+
 async def run_async(stack: EmbeddedStack) -> dict[str, float]:
     results: dict[str, float] = {}
     results["passthrough_msgs_per_s"] = await passthrough(stack.broker.bootstrap)
     results.update(await gate_algorithmic(stack))
+    results.update(await gate_algorithmic(stack, separate_sinks=False))
     results["gate_vs_passthrough"] = results["gate_algorithmic_drafts_per_s"] / results["passthrough_msgs_per_s"]
     results["sink_rows_per_s"] = await sink_rows(stack)
+    port = free_port()
+    server = _fake_messages_api(port)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        results["judge_latency_ms"] = await judge_latency_ms(base_url)
+        results.update(await llm_gate(stack, base_url, parallel=True))
+        results.update(await llm_gate(stack, base_url, parallel=False))
+    finally:
+        server.terminate()
+        server.wait()
+    results["llm_gate_p50_vs_judge"] = results["llm_gate_p50_ms"] / results["judge_latency_ms"]
     return results
 
 

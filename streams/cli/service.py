@@ -87,6 +87,7 @@ def worker(
     judge: JudgeOpt = None,
     propositions: PropositionsOpt = None,
     partitions: PartitionsOpt = 3,
+    sinks: Annotated[bool, typer.Option("--sinks/--no-sinks", help="Run the Postgres sinks in this worker.")] = True,
     verbose: VerboseOpt = False,
 ) -> None:
     """Run a gate worker against the configured broker and database (scale out by running several)."""
@@ -95,9 +96,41 @@ def worker(
     from streams.runner import run_worker
 
     settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions)
+    if not sinks:
+        settings = settings.with_(sinks=False)
     PropositionLibrary(settings.propositions_dir).validate()
     judge_impl = make_judge(settings.judge, settings)
     ready = f"ready worker broker={settings.broker} judge={judge_impl.name}"
     run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready),
                loglevel="INFO" if verbose else "WARNING")  # fmt: skip
     print("stopped", file=sys.stderr)
+
+
+@app.command("sinks")
+def sinks_command(broker: BrokerOpt = None, database: DatabaseOpt = None, prefix: PrefixOpt = None) -> None:
+    """Run only the Postgres sinks (correction logs, messages): pair with 'drift worker --no-sinks'."""
+    import asyncio
+    import signal
+
+    from streams.sinks import run_sinks
+    from streams.store import Store
+
+    settings = settings_from(broker=broker, database=database, prefix=prefix)
+
+    async def main() -> None:
+        async with await Store.connect(settings.database()) as store:
+            await store.migrate()
+
+            async def connected() -> Store:
+                return store
+
+            task = asyncio.ensure_future(run_sinks(settings, connected))
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, task.cancel)
+            _say(f"ready sinks broker={settings.broker}")
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    run(main())
+    _say("stopped")

@@ -1,0 +1,97 @@
+"""``make bench``: every benchmark in one run, side by side; writes ``ops/bench/results.json`` and the summary of
+``BENCHMARKS.md`` (between its results markers; the hand-written notes around it are left alone)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ops.bench import checks, gate, steps
+from ops.bench.common import RESULTS_PATH, machine_info, merge_results
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "BENCHMARKS.md"
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+
+#: key -> (what it measures, target as text, check on the results or None)
+TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] = {
+    "check_jaccard_us": ("Jaccard vs last 5 messages, ~40 words (µs)", "≤ 20", lambda r: r["check_jaccard_us"] <= 20),
+    "check_repetition_us": ("3-gram repetition over last 5 (µs)", "≤ 20", lambda r: r["check_repetition_us"] <= 20),
+    "passthrough_msgs_per_s": ("raw aiokafka consume → produce (the ceiling)", "—", None),
+    "gate_algorithmic_drafts_per_s": (
+        "gate, similarity for 200 agents, sinks in their own process",
+        "≥ 0.06 × passthrough",
+        lambda r: r["gate_algorithmic_drafts_per_s"] >= 0.06 * r["passthrough_msgs_per_s"],
+    ),
+    "gate_algorithmic_inprocess_sinks_drafts_per_s": ("the same, sinks inside the worker", "—", None),
+    "gate_vs_passthrough": ("ratio of the two", "≥ 0.06", lambda r: r["gate_vs_passthrough"] >= 0.06),
+    "judge_latency_ms": ("one judge call, real SDK, server answers after 200 ms", "—", None),
+    "llm_gate_p50_ms": (
+        "verdict p50, 4 LLM dimensions in parallel, 200 agents",
+        "≤ 1.5 × judge latency",
+        lambda r: r["llm_gate_p50_ms"] <= 1.5 * r["judge_latency_ms"],
+    ),
+    "llm_gate_p99_ms": ("verdict p99, same load", "—", None),
+    "llm_gate_drafts_per_s": ("drafts per second, same load (offered: 40/s)", "—", None),
+    "llm_gate_sequential_p50_ms": ("verdict p50, dimensions one after another (TinyTroupe)", "—", None),
+    "judge_input_tokens_per_check": ("input tokens per judge call, from the prompts sent", "—", None),
+    "judge_cacheable_prefix_fraction": ("share of input tokens in the cached prefix", "—", None),
+    "sink_rows_per_s": ("correction-log rows into PostgreSQL", "—", None),
+    "worker_ready_s": ("worker process start → partitions assigned", "—", None),
+    "step_round_trip_p50_ms": (
+        "step round trip, repetition suppression, 50 agents",
+        "≤ 50",
+        lambda r: r["step_round_trip_p50_ms"] <= 50,
+    ),
+}
+
+
+def summary(results: dict[str, float], seconds: float) -> str:
+    info = machine_info()
+    load = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+    lines = [
+        START,
+        f"Last run: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, `make bench` ({seconds:.0f} s), "
+        f"{info['cpu']}, {info['cores']} cores, Python {info['python']}; load average after the run {load}.",
+        "",
+        "| key | what | value | target | holds |",
+        "|---|---|---:|---|---|",
+    ]
+    for key, (what, target, check) in TARGETS.items():
+        if key not in results:
+            continue
+        holds = "—" if check is None else ("yes" if check(results) else "**no**")
+        lines.append(f"| `{key}` | {what} | {results[key]:,.3f} | {target} | {holds} |")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def write_summary(text: str) -> None:
+    current = BENCHMARKS.read_text(encoding="utf-8") if BENCHMARKS.exists() else "# Benchmarks\n"
+    if START in current and END in current:
+        head, rest = current.split(START, 1)
+        _, tail = rest.split(END, 1)
+        BENCHMARKS.write_text(head + text + tail, encoding="utf-8")
+    else:
+        BENCHMARKS.write_text(current.rstrip() + "\n\n" + text + "\n", encoding="utf-8")
+
+
+def main() -> None:
+    started = time.monotonic()
+    results: dict[str, float] = {}
+    for name, run in (("checks", checks.run), ("gate", gate.run), ("steps", steps.run)):
+        print(f"== {name}", flush=True)
+        found = run()
+        results.update(found)
+        for key, value in sorted(found.items()):
+            print(f"  {key:<48} {value:,.3f}", flush=True)
+    results = {key: round(value, 4) for key, value in results.items()}
+    merge_results(RESULTS_PATH, results)
+    write_summary(summary(results, time.monotonic() - started))
+    print(f"written to {RESULTS_PATH} and {BENCHMARKS}")
+
+
+if __name__ == "__main__":
+    main()
