@@ -37,6 +37,7 @@ from streams.payloads import AgentConfigChange, DeadLetter, Draft, EvaluationReq
 from streams.sinks import run_sinks
 from streams.steps import install_steps
 from streams.store import Store
+from streams.tables import DirectTable
 from streams.topics import Topics, app_id
 
 log = logging.getLogger(__name__)
@@ -151,14 +152,16 @@ class Runtime:
     _producer: AIOKafkaProducer | None = None
     _producer_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
-    async def send(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[Any]:
+    async def send(
+        self, topic: str, key: bytes, value: bytes | None, partition: int | None = None
+    ) -> asyncio.Future[Any]:
         """Queue a record on the output producer; the returned future resolves when the broker has it.
 
         Output records use their own producer, beside Faust's (which carries table changelogs): two
         connections keep two produce requests in flight, and verdicts never wait behind changelog batches.
         """
         producer = self._producer or await self._start_producer()
-        future: asyncio.Future[Any] = await producer.send(topic, value, key=key)
+        future: asyncio.Future[Any] = await producer.send(topic, value, key=key, partition=partition)
         return future
 
     async def _start_producer(self) -> AIOKafkaProducer:
@@ -205,15 +208,17 @@ def raw_topic(app: DriftApp, name: str) -> Any:
 def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple[DriftApp, Runtime]:
     """A ready-to-run Faust app for ``settings`` with ``judge`` behind a global in-flight cap."""
     app = _faust_app(settings, partitions)
-    recent = app.Table("recent-messages", default=list, partitions=partitions)
-    pending = app.Table("pending-attempts", default=list, partitions=partitions)
+    recent_table = app.Table("recent-messages", default=list, partitions=partitions)
+    pending_table = app.Table("pending-attempts", default=list, partitions=partitions)
     configs = ConfigCache(None)
     library = PropositionLibrary(settings.propositions_dir)
     limited = LimitedJudge(judge, settings.judge_concurrency)
-    deps = GateDeps(settings, limited, library, configs, _unset_sender, recent, pending)
+    deps = GateDeps(settings, limited, library, configs, _unset_sender, {}, {})
     rt = Runtime(app, settings, deps)
     app.runtime = rt
     deps.send = rt.send
+    deps.recent = DirectTable(recent_table, rt.send)
+    deps.pending = DirectTable(pending_table, rt.send)
     _install_gate(app, rt)
     _install_state(app, rt, partitions)
     _install_sinks(app, rt)
@@ -327,6 +332,7 @@ def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
     async def message_state(stream: Any) -> None:
         async for events in stream.noack_take(BATCH, within=0.01):
             per_agent = await _absorb_messages(rt, events)
+            await asyncio.gather(*await rt.deps.flush_tables())  # external actions entered the recent table
             for agent_id, (event, added, last) in per_agent.items():
                 await count(agent_id, event, added, last)
             for event in events:

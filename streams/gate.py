@@ -60,6 +60,16 @@ class GateDeps:
     stats: GateStats = field(default_factory=GateStats)
     _tokens: dict[str, TokenizedMessage] = field(default_factory=dict)
 
+    async def flush_tables(self) -> list[asyncio.Future[Any]]:
+        """Send the changelog records of the table writes just made (tables that queue them, see
+        :class:`streams.tables.DirectTable`); plain mappings need nothing."""
+        deliveries: list[asyncio.Future[Any]] = []
+        for table in (self.recent, self.pending):
+            flush = getattr(table, "flush", None)
+            if flush is not None:
+                deliveries.extend(await flush())
+        return deliveries
+
     @property
     def topics(self) -> Topics:
         return Topics(self.settings.topic_prefix)
@@ -226,5 +236,6 @@ async def process_draft(deps: GateDeps, draft: Draft, received: float) -> list[a
         deps.pending[draft.draft_id] = attempts
     elif draft.attempt > 1 and draft.draft_id in deps.pending:
         del deps.pending[draft.draft_id]
+    deliveries.extend(await deps.flush_tables())  # no await since the writes: these records are this draft's
     deps.stats.record(result, decision.outcome.value, draft.attempt, latency_ms)
     return deliveries

@@ -99,3 +99,44 @@ async def test_a_redelivered_draft_is_not_compared_with_its_own_commit() -> None
     deps.recent["michael"] = [other, own]
     _, decision = await judge_attempt(deps, make_draft(attempt=1))
     assert decision.decision is Decision.RETRY  # another draft with the same text still counts
+
+
+async def test_direct_table_writes_the_store_and_queues_partitioned_changelog_records() -> None:
+    import weakref
+
+    from faust.streams import _current_event
+
+    from streams.tables import DirectTable
+
+    sent: list[tuple[str, bytes, bytes | None, int | None]] = []
+
+    async def send(topic: str, key: bytes, value: bytes | None, partition: int | None) -> asyncio.Future[object]:
+        sent.append((topic, key, value, partition))
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        future.set_result(None)
+        return future
+
+    class FakeTopic:
+        def get_topic_name(self) -> str:
+            return "app-recent-messages-changelog"
+
+    class FakeTable:
+        data: dict[str, object] = {}  # noqa: RUF012 - a stand-in for Faust's store
+        changelog_topic = FakeTopic()
+
+    class FakeEvent:
+        class message:
+            partition = 2
+
+    event = FakeEvent()
+    _current_event.set(weakref.ref(event))  # type: ignore[arg-type]
+    table = DirectTable(FakeTable(), send)
+    table["pam"] = [{"id": "m1"}]
+    del table["jim"]
+    assert table["pam"] == [{"id": "m1"}] and "jim" not in table
+    deliveries = await table.flush()
+    assert len(deliveries) == 2 and await table.flush() == []
+    assert sent == [
+        ("app-recent-messages-changelog", b'"pam"', b'[{"id":"m1"}]', 2),
+        ("app-recent-messages-changelog", b'"jim"', None, 2),  # a tombstone: Faust deletes the key on recovery
+    ]
