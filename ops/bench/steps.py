@@ -12,12 +12,7 @@ Run from the repository root: ``.venv/bin/python -m ops.bench.steps``. Prints an
 from __future__ import annotations
 
 import asyncio
-import os
-import selectors
 import shutil
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -26,7 +21,7 @@ import numpy as np
 from engine.settings import Settings
 from ops.bench.common import RESULTS_PATH, machine_info, merge_results
 from streams.client import GateClient
-from streams.embedded import free_port, start_broker, start_database
+from streams.embedded import WorkerProcess, free_port, start_stack
 from streams.kafka import create_topics
 from streams.payloads import Message
 from streams.store import Store
@@ -53,35 +48,12 @@ def history_text(agent: int, n: int) -> str:
     return f"{words}, and as I always say, {phrase}. Honestly, {phrase}!"
 
 
-def start_worker(settings: Settings, log_path: Path, timeout_s: float = 45.0) -> subprocess.Popen[bytes]:
+def start_worker(settings: Settings, log_path: Path, timeout_s: float = 45.0) -> WorkerProcess:
     """``drift worker --judge offline`` for ``settings``; returns once it prints its ``ready`` line."""
-    env = {**os.environ, "DRIFT_BROKER": settings.broker, "DRIFT_DATABASE_URL": settings.database_url,
+    env = {"DRIFT_BROKER": settings.broker, "DRIFT_DATABASE_URL": settings.database_url,
            "DRIFT_WEB_PORT": str(free_port())}  # fmt: skip
-    drift = str(Path(sys.executable).parent / "drift")
-    args = [drift, "worker", "--prefix", settings.topic_prefix, "--judge", "offline"]
-    with log_path.open("ab") as log:  # the child keeps its own descriptor
-        process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=log)
-    assert process.stdout is not None
-    selector = selectors.DefaultSelector()
-    selector.register(process.stdout, selectors.EVENT_READ)
-    deadline, output = time.monotonic() + timeout_s, b""
-    while time.monotonic() < deadline and process.poll() is None:
-        if selector.select(timeout=0.2):
-            output += os.read(process.stdout.fileno(), 4096)
-            if any(line.startswith(b"ready") for line in output.splitlines()):
-                return process
-    stop(process)
-    raise RuntimeError(f"worker not ready in {timeout_s:g}s; see {log_path}")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    worker = WorkerProcess.for_prefix(env, log_path, "--prefix", settings.topic_prefix, "--judge", "offline")
+    return worker.start(timeout_s)
 
 
 async def prepare(settings: Settings, agents: list[str]) -> None:
@@ -127,7 +99,7 @@ async def measure(settings: Settings, log_path: Path) -> tuple[list[float], list
             await publish_history(gate, agents)
             return await round_trips(gate, agents)
     finally:
-        stop(worker)
+        worker.stop()
 
 
 def run() -> dict[str, float]:
@@ -141,17 +113,13 @@ def run() -> dict[str, float]:
 
 def run_measured() -> tuple[list[float], list[float]]:
     """Round trips and worker-side latencies (ms) of the measured steps on a private stack."""
-    root = Path(tempfile.mkdtemp(prefix="drift-bench-steps-"))
-    root.chmod(0o755)  # PostgreSQL runs as an unprivileged user when we are root
-    database = start_database(root)
-    broker = start_broker(free_port(), log_file=root / "tansu.log")
+    stack = start_stack()
     try:
-        settings = Settings(broker=broker.bootstrap, database_url=database.url, topic_prefix=PREFIX)
-        return asyncio.run(measure(settings, root / "worker.log"))
+        settings = Settings(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix=PREFIX)
+        return asyncio.run(measure(settings, stack.root / "worker.log"))
     finally:
-        broker.stop()
-        database.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        stack.stop()
+        shutil.rmtree(stack.root, ignore_errors=True)
 
 
 def main() -> None:

@@ -8,10 +8,7 @@ prints each verdict live and a summary, then stops everything.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
-import tempfile
+import shutil
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -21,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from streams.cli.common import JudgeOpt, settings_from
+from streams.embedded import WorkerProcess, free_port, start_stack
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -55,32 +53,25 @@ def demo(
     from rich.console import Console
 
     from engine.evaluation.messages import read_messages
-    from streams.embedded import free_port, start_broker, start_database
 
     console = Console()
     events = read_messages(conversation).events
-    settings = settings_from(judge=judge, prefix="demo.")
-    root = Path(tempfile.mkdtemp(prefix="drift-demo-"))
-    root.chmod(0o755)  # PostgreSQL runs as an unprivileged user when started by root
     console.print(f"[bold]persona-drift demo[/] · {len(events)} events from {conversation.name}")
-    database = start_database(root)
-    broker = start_broker(free_port(), log_file=root / "tansu.log")
-    settings = settings.with_(broker=broker.bootstrap, database_url=database.url, web_port=free_port())
-    worker: subprocess.Popen[bytes] | None = None
+    stack = start_stack()
+    settings = settings_from(judge=judge, prefix="demo.").with_(
+        broker=stack.broker.bootstrap, database_url=stack.database.url, web_port=free_port()
+    )
+    worker: WorkerProcess | None = None
     try:
         asyncio.run(_prepare(settings, events))
-        worker = _start_worker(settings, root, console)
+        worker = _start_worker(settings, stack.root, console)
         asyncio.run(_play(settings, events, console))
     finally:
         if worker is not None:
-            worker.terminate()
-            worker.wait(timeout=30)
-        broker.stop()
-        database.stop()
+            worker.stop()
+        stack.stop()
         if not keep:
-            import shutil
-
-            shutil.rmtree(root, ignore_errors=True)
+            shutil.rmtree(stack.root, ignore_errors=True)
 
 
 async def _prepare(settings: Settings, events: tuple[Event, ...]) -> None:
@@ -94,24 +85,14 @@ async def _prepare(settings: Settings, events: tuple[Event, ...]) -> None:
     await create_topics(settings)
 
 
-def _start_worker(settings: Settings, root: Path, console: Console) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "DRIFT_BROKER": settings.broker, "DRIFT_DATABASE_URL": settings.database(),
+def _start_worker(settings: Settings, root: Path, console: Console) -> WorkerProcess:
+    env = {"DRIFT_BROKER": settings.broker, "DRIFT_DATABASE_URL": settings.database(),
            "DRIFT_WEB_PORT": str(settings.web_port), "DRIFT_TOPIC_PREFIX": settings.topic_prefix}  # fmt: skip
-    args = [sys.executable, "-m", "streams.cli", "worker"]
-    if settings.judge:
-        args += ["--judge", settings.judge]
-    log = open(root / "worker.log", "ab")  # noqa: SIM115 - owned by the child process
-    process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=log)  # noqa: S603
-    assert process.stdout is not None
+    args = ["--judge", settings.judge] if settings.judge else []
     started = time.monotonic()
-    for raw in process.stdout:
-        line = raw.decode(errors="replace").strip()
-        if line.startswith("ready"):
-            console.print(f"[dim]{line} ({time.monotonic() - started:.1f}s)[/]")
-            return process
-    from engine.errors import ServiceError
-
-    raise ServiceError(f"the worker exited before it was ready; see {root / 'worker.log'}")
+    worker = WorkerProcess.for_prefix(env, root / "worker.log", *args).start(timeout_s=90)
+    console.print(f"[dim]{worker.ready_line} ({time.monotonic() - started:.1f}s)[/]")
+    return worker
 
 
 async def _play(settings: Settings, events: tuple[Event, ...], console: Console) -> None:
