@@ -23,10 +23,11 @@ from typer.testing import CliRunner
 from engine.errors import ConfigurationError
 from engine.judges.factory import make_judge
 from engine.settings import Settings
-from streams.app import _credentials, build_app
+from streams.app import build_app
 from streams.cli import app as cli
 from streams.client import GateClient
 from streams.kafka import client_kwargs, consumer_kwargs
+from streams.transport import credentials
 from tests.stack import DRIFT, Scenario, Stack, Worker
 
 CA = certifi.where()
@@ -180,7 +181,7 @@ def test_cli_commands_build_their_clients_from_the_environment(
 )  # fmt: skip
 def test_the_worker_reaches_aiokafka_with_the_same_arguments_as_the_cli(env: dict[str, str]) -> None:
     settings = env_settings(**env)
-    worker = dict(credentials_to_aiokafka_auth(_credentials(settings)))
+    worker = dict(credentials_to_aiokafka_auth(credentials(settings)))
     cli_side = client_kwargs(settings)
     cli_side.pop("bootstrap_servers")
     assert set(worker) - {"ssl_context"} == set(cli_side) - {"ssl_context"}
@@ -192,10 +193,10 @@ def test_the_worker_reaches_aiokafka_with_the_same_arguments_as_the_cli(env: dic
 def test_the_faust_app_carries_the_credentials_and_binds_the_web_port_to_loopback() -> None:
     settings = env_settings(**SASL_SSL_ENV)
     app, _ = build_app(settings, make_judge("offline", settings))
-    credentials = app.conf.broker_credentials
-    assert isinstance(credentials, SASLCredentials) and credentials.username == "gate"
+    configured = app.conf.broker_credentials
+    assert isinstance(configured, SASLCredentials) and configured.username == "gate"
     assert app.conf.web_bind == "127.0.0.1" and app.conf.web_host == "127.0.0.1"
-    assert "s3cret-scram" not in repr(credentials)
+    assert "s3cret-scram" not in repr(configured)
     exposed, _ = build_app(env_settings(DRIFT_WEB_HOST="0.0.0.0"), make_judge("offline", settings))
     assert exposed.conf.web_bind == "0.0.0.0"  # only when configured
     tls, _ = build_app(env_settings(DRIFT_KAFKA_SECURITY_PROTOCOL="SSL"), make_judge("offline", settings))
