@@ -100,6 +100,10 @@ def replay(
                           configs=configs, partitions=partitions,
                           progress=lambda done, total: bar.update(task, completed=done, total=total))
         )  # fmt: skip
+    _report_replay(counts, from_topic, to_prefix, as_json)
+
+
+def _report_replay(counts: Any, from_topic: str, to_prefix: str, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps({"from_topic": from_topic, "to_prefix": to_prefix, **counts.as_dict()}))
         return

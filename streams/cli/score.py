@@ -48,8 +48,16 @@ def score(
         score_dimension(judge_impl, pset, target, window_defaults=ACTION_LEVEL_WINDOW_DEFAULTS,
                         strategy=JudgeStrategy(strategy))
     )  # fmt: skip
-    payload: dict[str, Any] = {
-        "dimension": dim.value,
+    payload = _payload(agent, result)
+    if as_json:
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    _print_table(payload)
+
+
+def _payload(agent: str, result: Any) -> dict[str, Any]:
+    return {
+        "dimension": result.dimension.value,
         "agent_id": agent,
         "score": round(result.score, 4),
         "judge": result.judge,
@@ -59,10 +67,6 @@ def score(
             for p in result.propositions
         ],
     }  # fmt: skip
-    if as_json:
-        typer.echo(json.dumps(payload, indent=2))
-        return
-    _print_table(payload)
 
 
 def _dimension(value: str, enum: Any) -> Any:

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from engine.settings import Settings
 from streams.cli.common import (
     BrokerOpt,
     DatabaseOpt,
@@ -27,6 +28,16 @@ VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log at INFO l
 
 def _say(line: str) -> None:
     print(line, flush=True)
+
+
+async def _prepare(settings: Settings, partitions: int) -> None:
+    """Migrations and topics, before the worker starts."""
+    from streams.kafka import create_topics
+    from streams.store import Store
+
+    async with await Store.connect(settings.database()) as store:
+        await store.migrate()
+    await create_topics(settings, partitions=partitions)
 
 
 @app.command()
@@ -49,9 +60,7 @@ def up(
     from engine.judges.factory import make_judge
     from engine.library import PropositionLibrary
     from streams.embedded import start_broker, start_database
-    from streams.kafka import create_topics
     from streams.runner import run_worker
-    from streams.store import Store
 
     settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions,
                              data_dir=data_dir)  # fmt: skip
@@ -67,12 +76,7 @@ def up(
             stack.callback(embedded.stop)
             settings = settings.with_(broker=embedded.bootstrap)
 
-        async def prepare() -> None:
-            async with await Store.connect(settings.database()) as store:
-                await store.migrate()
-            await create_topics(settings, partitions=partitions)
-
-        run(prepare())
+        run(_prepare(settings, partitions))
         ready = f"ready broker={settings.broker} database={settings.database()} judge={judge_impl.name}"
         run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready),
                    loglevel="INFO" if verbose else "WARNING")  # fmt: skip
