@@ -56,7 +56,7 @@ class DriftApp(faust.App):
         return transport_class(self.settings or Settings())(self.conf.broker_consumer, self)
 
 
-def _faust_app(settings: Settings, partitions: int) -> DriftApp:
+def faust_app(settings: Settings, partitions: int) -> DriftApp:
     faust_dir = settings.data_dir / "faust"
     faust_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
     app = DriftApp(
@@ -157,7 +157,7 @@ def raw_topic(app: DriftApp, name: str) -> Any:
 
 def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple[DriftApp, Runtime]:
     """A ready-to-run Faust app for ``settings`` with ``judge`` behind a global in-flight cap."""
-    app = _faust_app(settings, partitions)
+    app = faust_app(settings, partitions)
     recent_table = app.Table("recent-messages", default=list, partitions=partitions)
     pending_table = app.Table("pending-attempts", default=list, partitions=partitions)
     configs = ConfigCache(None)

@@ -20,6 +20,7 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
     "check_jaccard_us": ("Jaccard vs last 5 messages, ~40 words (µs)", "≤ 20", lambda r: r["check_jaccard_us"] <= 20),
     "check_repetition_us": ("3-gram repetition over last 5 (µs)", "≤ 20", lambda r: r["check_repetition_us"] <= 20),
     "passthrough_msgs_per_s": ("raw aiokafka consume → produce (the ceiling)", "—", None),
+    "faust_floor_drafts_per_s": ("a Faust agent that only acks and sends three records per draft", "—", None),
     "gate_algorithmic_drafts_per_s": (
         "gate, similarity for 200 agents, sinks in their own process",
         "≥ 0.06 × passthrough",

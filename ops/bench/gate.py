@@ -14,6 +14,7 @@ Run with ``python -m ops.bench.gate`` (or ``make bench`` for every benchmark).
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import time
@@ -165,6 +166,24 @@ async def gate_algorithmic(stack: EmbeddedStack, n: int = 30_000, *, separate_si
     return {"gate_algorithmic_drafts_per_s": rate, "worker_ready_s": ready_s}
 
 
+async def faust_floor(stack: EmbeddedStack, n: int = 30_000) -> float:
+    """The same queued drafts through ops.bench.faust_floor (ack + three sends, nothing else)."""
+    settings = Settings(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix="floor.")
+    await create_topics(settings)
+    drafts = [
+        (b"agent-%d" % (i % AGENTS), orjson.dumps({"draft_id": f"d{i}", "text": draft_text(i)})) for i in range(n)
+    ]
+    await _produce(settings.broker, settings.topic("drafts"), drafts)
+    args = [sys.executable, "-m", "ops.bench.faust_floor", settings.broker, settings.topic_prefix]
+    env = {**os.environ, "DRIFT_WEB_PORT": str(free_port())}
+    worker = WorkerProcess(args, env, stack.root / "floor.log").start(timeout_s=60)
+    try:
+        arrivals = await _consume_count(settings.broker, settings.topic("verdicts"), n, timeout_s=120)
+    finally:
+        worker.stop()
+    return n / (arrivals[-1] - arrivals[0])
+
+
 def _sinks(stack: EmbeddedStack, settings: Settings) -> WorkerProcess:
     environ = {"DRIFT_BROKER": settings.broker, "DRIFT_DATABASE_URL": settings.database()}
     process = WorkerProcess.for_prefix(environ, stack.root / "sinks.log", "--prefix", settings.topic_prefix)
@@ -269,6 +288,7 @@ async def _timed_check(gate: Any, agent: str, n: int, at: float) -> tuple[float,
 async def run_async(stack: EmbeddedStack) -> dict[str, float]:
     results: dict[str, float] = {}
     results["passthrough_msgs_per_s"] = await passthrough(stack.broker.bootstrap)
+    results["faust_floor_drafts_per_s"] = await faust_floor(stack)
     results.update(await gate_algorithmic(stack))
     results.update(await gate_algorithmic(stack, separate_sinks=False))
     results["gate_vs_passthrough"] = results["gate_algorithmic_drafts_per_s"] / results["passthrough_msgs_per_s"]
