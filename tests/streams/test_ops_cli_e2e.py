@@ -1,8 +1,9 @@
-"""``drift tail``, ``drift replay`` and ``drift stats``: pure helpers, then end-to-end on the embedded stack.
+"""``drift tail``, ``drift replay`` and ``drift stats`` end-to-end on the embedded stack.
 
-The end-to-end part shares two workers per module: a control gate (prefix A, no checks enabled) that sees
-recorded traffic in three phases (early, window, late), and a treatment gate (prefix B, its own database)
-that judges the replayed window with adherence checks switched on by ``drift replay --config``.
+All tests share two workers for the module: a control gate (prefix A, no checks enabled) that sees recorded
+traffic in three phases (early, window, late), and a treatment gate (prefix B, its own database) that judges
+the replayed window with adherence checks switched on by ``drift replay --config``. The tests stay in one
+module so that the workers start once; some counts allow for drafts that earlier tests here added.
 """
 
 from __future__ import annotations
@@ -10,231 +11,37 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import selectors
 import signal
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-import asyncpg
-import orjson
 import pytest
-from aiokafka import AIOKafkaProducer
 
-from engine.errors import ConfigurationError
 from streams.client import GateClient
-from streams.payloads import Directives, Verdict, encode
-from streams.replay import changes_for, load_agent_configs, parse_time, replay
+from streams.replay import replay
 from streams.store import Store
-from streams.tail import matches, render, to_record
 from tests.stack import DRIFT, Scenario, Stack, Worker, eventually, read_topic
-
-NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
-
-# -- time parsing and replay configuration files ------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("2025-06-01T10:30:00Z", datetime(2025, 6, 1, 10, 30, tzinfo=UTC)),
-        ("2025-06-01T12:30:00+02:00", datetime(2025, 6, 1, 10, 30, tzinfo=UTC)),
-        ("2025-06-01T10:30:00", datetime(2025, 6, 1, 10, 30, tzinfo=UTC)),  # no offset: UTC
-        ("-15m", NOW - timedelta(minutes=15)),
-        ("-2h", NOW - timedelta(hours=2)),
-        ("-30s", NOW - timedelta(seconds=30)),
-        ("-1.5d", NOW - timedelta(hours=36)),
-        ("-1w", NOW - timedelta(days=7)),
-        ("now", NOW),
-    ],
+from tests.streams.ops_cli_support import (
+    NOW,
+    RULES,
+    Traffic,
+    create_treatment_database,
+    drift,
+    record_traffic,
+    wait_for_stderr,
+    write_config,
 )
-def test_parse_time_reads_rfc3339_and_relative_times(text: str, expected: datetime) -> None:
-    assert parse_time(text, now=NOW) == expected
-
-
-@pytest.mark.parametrize("text", ["yesterday", "15m", "-15x", "2025-13-01T00:00:00Z", ""])
-def test_parse_time_rejects_anything_else_with_a_hint(text: str) -> None:
-    with pytest.raises(ConfigurationError, match="relative time like -15m"):
-        parse_time(text, now=NOW)
-
-
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / f"config-{uuid.uuid4().hex[:6]}.yaml"
-    path.write_text(text)
-    return path
-
-
-def test_agent_configs_merge_the_star_entry_under_each_agent(tmp_path: Path) -> None:
-    configs = load_agent_configs(
-        write(
-            tmp_path,
-            '"*": {gate_adherence_enabled: true, gate_adherence_threshold: 6}\njim: {gate_adherence_threshold: 3}\n',
-        )
-    )
-    assert changes_for(configs, "jim") == {"gate_adherence_enabled": True, "gate_adherence_threshold": 3}
-    assert changes_for(configs, "pam") == {"gate_adherence_enabled": True, "gate_adherence_threshold": 6}
-    only_jim = load_agent_configs(write(tmp_path, "jim: {max_correction_attempts: 1}\n"))
-    assert changes_for(only_jim, "pam") == {}
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        (
-            "jim: {gate_adherense_enabled: true}\n",
-            "jim: unknown configuration key 'gate_adherense_enabled' (did you mean",
-        ),
-        ("jim: {gate_adherence_threshold: 12}\n", "jim: gate_adherence_threshold"),
-        ("- jim\n", "expected a mapping of agent id"),
-        ("jim: true\n", "jim: expected a mapping of configuration keys"),
-        ("jim: [unclosed\n", "not valid YAML"),
-        ("", "expected a mapping of agent id"),
-    ],
-)
-def test_bad_agent_config_files_name_the_file_and_the_problem(tmp_path: Path, text: str, message: str) -> None:
-    path = write(tmp_path, text)
-    with pytest.raises(ConfigurationError) as caught:
-        load_agent_configs(path)
-    assert str(caught.value).startswith(f"{path}: ") and message in str(caught.value)
-
-
-def test_a_missing_config_file_is_a_configuration_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match="cannot read"):
-        load_agent_configs(tmp_path / "absent.yaml")
-
-
-# -- tail records and lines ----------------------------------------------------------------------------------
-
-
-def verdict(**changes: Any) -> Verdict:
-    fields: dict[str, Any] = {
-        "draft_id": "d1", "attempt": 2, "agent_id": "pam", "decision": "retry", "outcome": "corrected",
-        "text": "Just a quick note about the art show.", "latency_ms": 41.6,
-        "scores": {
-            "adherence": {"score": 8.5, "threshold": 7, "passed": True},
-            "fluency": {"score": 3.0, "threshold": 7, "passed": False},
-            "suitability": {"score": 9, "threshold": 7, "passed": True, "timed_out": True},
-        },
-        "similarity": {"score": 0.72, "threshold": 0.6, "passed": False},
-    }  # fmt: skip
-    return Verdict.model_validate({**fields, **changes})
-
-
-def test_a_verdict_line_shows_agent_decision_and_each_dimension() -> None:
-    record = to_record("verdicts", 2, 17, 1_748_779_200_250, b"pam", encode(verdict()))
-    line = render(record).plain
-    assert line.startswith("12:00:00.250 pam retry/corrected #2")
-    assert "adherence 8.5✓" in line and "fluency 3✗" in line and "suitability timeout" in line
-    assert "similarity 0.72✗" in line and "42ms" in line and "'Just a quick note about the art show.'" in line
-    styles = {str(span.style) for span in render(record).spans}
-    assert {"green", "red", "yellow"} <= styles
-
-
-def test_a_record_that_does_not_validate_keeps_its_json_and_says_why() -> None:
-    value = orjson.dumps({"agent_id": "pam", "decision": "maybe"})
-    record = to_record("verdicts", 0, 3, 0, b"pam", value)
-    assert record.payload is None and record.error and "invalid Verdict" in record.error
-    assert record.json_line() == value.decode() and record.agent_id == "pam"
-    assert "p0@3 invalid record" in render(record).plain
-    garbage = to_record("verdicts", 1, 4, 0, b"pam", b"\xff not json")
-    assert garbage.json_line() is None and garbage.agent_id == "pam" and garbage.error
-
-
-def test_agent_filter_matches_directives_addressed_to_the_agent() -> None:
-    directives = Directives.model_validate(
-        {"run_id": "r", "step": 4, "directives": [{"agent_id": "jim", "kind": "variety", "text": "Try a new idea."}]}
-    )
-    record = to_record("directives", 0, 0, 0, b"r", encode(directives))
-    assert matches(record, "jim") and not matches(record, "pam") and matches(record, None)
-    assert "jim variety 'Try a new idea.'" in render(record, "jim").plain
-    assert "no directives" in render(record, "pam").plain
-    assert matches(to_record("verdicts", 0, 0, 0, b"pam", encode(verdict())), "pam")
-    assert not matches(to_record("verdicts", 0, 0, 0, b"pam", encode(verdict())), "jim")
-
-
-def test_tail_refuses_an_unknown_kind() -> None:
-    done = subprocess.run([DRIFT, "tail", "drafts"], capture_output=True, text=True, timeout=30, check=False)
-    assert done.returncode == 2 and "choose one of verdicts, corrections, messages, directives" in done.stderr
-
-
-# -- end to end --------------------------------------------------------------------------------------------
-
-RULES = """
-default: 9
-rules:
-  - proposition: "adherence-[gb]*"
-    value: 0
-  - proposition: "adherence-[mv]*"
-    message_contains: "monotone"
-    value: 1
-    reasoning: "reads like a memo, not like this person"
-"""
-
-
-@dataclass
-class Traffic:
-    control: Scenario
-    treatment: Scenario
-    treatment_db: str
-    agents: tuple[str, str]
-    since: datetime
-    until: datetime
-    early: list[str] = field(default_factory=list)
-    window: dict[str, str] = field(default_factory=dict)  # draft id -> text
-    late: list[str] = field(default_factory=list)
-
-
-async def _treatment_database(stack: Stack) -> str:
-    name = f"treat_{uuid.uuid4().hex[:8]}"
-    conn = await asyncpg.connect(stack.database.url)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    url = stack.database.url.replace("/postgres?", f"/{name}?")
-    async with await Store.connect(url) as store:
-        await store.migrate()
-    return url
-
-
-async def _record(traffic: Traffic) -> None:
-    """Three phases of control traffic (early, window, late), with one invalid and one mis-keyed record."""
-    x, y = traffic.agents
-    async with GateClient(settings=traffic.control.settings, timeout_s=20) as gate:
-        for i in range(2):
-            traffic.early.append((await gate.check(agent_id=x, text=f"early note {i}")).draft_id)
-        await asyncio.sleep(1.2)
-        traffic.since = datetime.now(UTC)
-        texts = [
-            (x, "a monotone memo"), (x, "I am Beyoncé, always"), (x, "another monotone memo"),
-            (y, "a monotone reply"), (y, "Bears. Beets. Battlestar Galactica."), (y, "one more monotone reply"),
-        ]  # fmt: skip
-        verdicts = await asyncio.gather(*(gate.check(agent_id=a, text=t) for a, t in texts))
-        traffic.window = {v.draft_id: t for v, (_, t) in zip(verdicts, texts, strict=True)}
-        producer = AIOKafkaProducer(bootstrap_servers=traffic.control.settings.broker)
-        await producer.start()
-        try:
-            topic = traffic.control.settings.topic("drafts")
-            await producer.send_and_wait(topic, b"not a draft", key=x.encode())
-            await producer.send_and_wait(topic, orjson.dumps({"draft_id": "k", "agent_id": x, "text": "hi"}), key=b"z")
-        finally:
-            await producer.stop()
-        await asyncio.sleep(1.2)
-        traffic.until = datetime.now(UTC)
-        traffic.late.append((await gate.check(agent_id=y, text="late note")).draft_id)
 
 
 @pytest.fixture(scope="module")
 def traffic(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traffic]:
     control = Scenario(stack, f"a{uuid.uuid4().hex[:8]}.", tmp_path_factory.mktemp("control"))
     treatment = Scenario(stack, f"b{uuid.uuid4().hex[:8]}.", tmp_path_factory.mktemp("treatment"))
-    treatment_db = asyncio.run(_treatment_database(stack))
+    treatment_db = asyncio.run(create_treatment_database(stack))
     asyncio.run(control.create_topics())
     asyncio.run(treatment.create_topics())
     judge = control.rules(RULES)
@@ -243,27 +50,10 @@ def traffic(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         list(pool.map(Worker.start, workers))
     tag = uuid.uuid4().hex[:4]
     item = Traffic(control, treatment, treatment_db, (f"oscar-{tag}", f"dwight-{tag}"), NOW, NOW)
-    asyncio.run(_record(item))
+    asyncio.run(record_traffic(item))
     yield item
     control.close()
     treatment.close()
-
-
-def drift(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([DRIFT, *args], capture_output=True, text=True, timeout=timeout, check=False, env=env)
-
-
-def wait_for_stderr(process: subprocess.Popen[str], text: str, timeout_s: float = 20.0) -> str:
-    assert process.stderr is not None
-    selector = selectors.DefaultSelector()
-    selector.register(process.stderr, selectors.EVENT_READ)
-    seen = ""
-    deadline = time.monotonic() + timeout_s
-    while text not in seen and time.monotonic() < deadline and process.poll() is None:
-        if selector.select(timeout=0.2):
-            seen += os.read(process.stderr.fileno(), 4096).decode(errors="replace")
-    assert text in seen, f"never saw {text!r}; stderr so far: {seen!r}"
-    return seen
 
 
 @pytest.mark.e2e
@@ -335,7 +125,7 @@ class Treated:
 def treated(traffic: Traffic, tmp_path_factory: pytest.TempPathFactory) -> Treated:
     """`drift replay` of the window into the treatment gate, with adherence on for every agent."""
     y = traffic.agents[1]
-    config = write(
+    config = write_config(
         tmp_path_factory.mktemp("replay"),
         f'"*": {{gate_adherence_enabled: true}}\n{y}: {{gate_adherence_threshold: 0}}\n',
     )
