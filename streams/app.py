@@ -195,18 +195,22 @@ def _install_gate(app: DriftApp, rt: Runtime) -> None:
     the :class:`KeyedDispatcher`, so a slow judge call never holds up other agents (docs/gate-design.md).
     """
 
-    async def handle(item: tuple[Any, Draft, float]) -> None:
+    async def judge(item: tuple[Any, Draft, float]) -> list[asyncio.Future[Any]] | None:
+        """The draft's delivery futures; None when it failed and was dead-lettered (and acked)."""
         event, draft, received = item
-        _current_event.set(weakref.ref(event))  # table writes from the per-agent task belong to this event
+        _current_event.set(weakref.ref(event))  # table writes belong to this event's partition
         try:
-            deliveries = await process_draft(rt.deps, draft, received)
+            return await process_draft(rt.deps, draft, received)
         except Exception as exc:
             log.exception("draft %s failed", draft.draft_id)
             await rt.dead_letter(event, f"internal error while judging: {exc}")
             event.ack()
-            return
-        # at-least-once: the draft's offset may be committed only once its records are on the broker
-        asyncio.gather(*deliveries).add_done_callback(lambda done: _ack_delivered(event, done))
+            return None
+
+    async def handle(item: tuple[Any, Draft, float]) -> None:
+        deliveries = await judge(item)
+        if deliveries is not None:  # at-least-once: ack only once the draft's records are on the broker
+            _ack_when_delivered([item[0]], deliveries)
 
     dispatcher: KeyedDispatcher[tuple[Any, Draft, float]] = KeyedDispatcher(handle)
     configs = rt.deps.configs
@@ -215,6 +219,8 @@ def _install_gate(app: DriftApp, rt: Runtime) -> None:
     async def gate(stream: Any) -> None:
         async for events in stream.noack_take(BATCH, within=BATCH_WITHIN_S):
             received = time.monotonic()
+            inline_events: list[Any] = []
+            inline_deliveries: list[asyncio.Future[Any]] = []
             for event in events:
                 try:
                     draft = _keyed_draft(event)
@@ -225,15 +231,23 @@ def _install_gate(app: DriftApp, rt: Runtime) -> None:
                 item = (event, draft, received)
                 if dispatcher.busy(draft.agent_id) or configs.get(draft.agent_id, draft.agent_name).needs_judge:
                     await dispatcher.submit(draft.agent_id, item)
-                else:
-                    await handle(item)
+                elif (deliveries := await judge(item)) is not None:
+                    inline_events.append(event)
+                    inline_deliveries.extend(deliveries)
+            if inline_events:  # one wait for the whole batch's records instead of one per draft
+                _ack_when_delivered(inline_events, inline_deliveries)
 
 
-def _ack_delivered(event: Any, done: asyncio.Future[Any]) -> None:
+def _ack_when_delivered(events: list[Any], deliveries: list[asyncio.Future[Any]]) -> None:
+    asyncio.gather(*deliveries).add_done_callback(lambda done: _ack_delivered(events, done))
+
+
+def _ack_delivered(events: list[Any], done: asyncio.Future[Any]) -> None:
     if done.cancelled() or done.exception() is not None:
-        log.error("records of %s were not delivered; the draft will be redelivered", event.message.offset)
+        log.error("records of %d draft(s) were not delivered; they will be redelivered", len(events))
         return
-    event.ack()
+    for event in events:
+        event.ack()
 
 
 def _keyed_draft(event: Any) -> Draft:
