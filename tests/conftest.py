@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+import textwrap
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,22 @@ import pytest
 from streams.embedded import free_port, start_broker, start_database
 from streams.store import Store
 from tests.stack import Scenario, Stack
+
+#: ``write(relative_path, yaml_text) -> Path``: the type of the :func:`write` fixture.
+Write = Callable[[str, str], Path]
+
+
+@pytest.fixture
+def write(tmp_path: Path) -> Write:
+    """Factory: write dedented text to ``tmp_path/<relative>`` (parents created) and return the path."""
+
+    def _write(relative: str, text: str) -> Path:
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        return path
+
+    return _write
 
 
 @pytest.fixture(scope="session")

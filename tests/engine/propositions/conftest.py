@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from engine.errors import FileIssue, PropositionFileError
-
-Write = Callable[[str, str], Path]
 
 DEFAULT_ADHERENCE = """\
     dimension: adherence
@@ -25,19 +21,6 @@ DEFAULT_ADHERENCE = """\
         claim: "{{agent_name}} sounds like an assistant"
         inverted: true
     """
-
-
-@pytest.fixture
-def write(tmp_path: Path) -> Write:
-    """Factory: write dedented YAML text to ``tmp_path/<relative>`` and return the path."""
-
-    def _write(relative: str, text: str) -> Path:
-        path = tmp_path / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-        return path
-
-    return _write
 
 
 def issues_of(call: Callable[[], object]) -> tuple[FileIssue, ...]:

@@ -15,7 +15,8 @@ from engine.propositions import (
     load_file,
     load_set,
 )
-from tests.engine.propositions.conftest import DEFAULT_ADHERENCE, Write
+from tests.conftest import Write
+from tests.engine.propositions.conftest import DEFAULT_ADHERENCE
 
 # --- happy path and merge semantics -------------------------------------------------------------------------
 

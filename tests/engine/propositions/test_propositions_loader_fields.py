@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from engine.propositions import load_file
-from tests.engine.propositions.conftest import Write, issues_of, only_issue
+from tests.conftest import Write
+from tests.engine.propositions.conftest import issues_of, only_issue
 
 # --- errors: exact locations ----------------------------------------------------------------------------------
 

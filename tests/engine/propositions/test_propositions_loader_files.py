@@ -9,7 +9,8 @@ import pytest
 from engine.errors import PropositionFileError
 from engine.models import Dimension
 from engine.propositions import load_file, load_set
-from tests.engine.propositions.conftest import DEFAULT_ADHERENCE, Write, issues_of, only_issue
+from tests.conftest import Write
+from tests.engine.propositions.conftest import DEFAULT_ADHERENCE, issues_of, only_issue
 
 # --- errors: whole documents and across files -------------------------------------------------------------------
 

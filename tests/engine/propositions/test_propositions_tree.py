@@ -2,26 +2,10 @@
 
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from engine.propositions import check_tree, validate_tree
-
-Write = Callable[[str, str], Path]
-
-
-@pytest.fixture
-def write(tmp_path: Path) -> Write:
-    def _write(relative: str, text: str) -> Path:
-        path = tmp_path / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-        return path
-
-    return _write
+from tests.conftest import Write
 
 
 def proposition_file(dimension: str, *ids: str) -> str:

@@ -6,8 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,20 +14,9 @@ from typer.testing import CliRunner
 from engine.models import Dimension
 from engine.settings import BUNDLED_PROPOSITIONS, REPO_ROOT
 from streams.cli.propositions import app
+from tests.conftest import Write
 
-Write = Callable[[str, str], Path]
 runner = CliRunner()
-
-
-@pytest.fixture
-def write(tmp_path: Path) -> Write:
-    def _write(relative: str, text: str) -> Path:
-        path = tmp_path / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-        return path
-
-    return _write
 
 
 @pytest.fixture(autouse=True)
