@@ -72,19 +72,30 @@ def _dimension(value: str) -> Dimension:
 
 @app.command()
 def validate(directory: DirArg = None) -> None:
-    """Validate every proposition and persona file of DIR, including each agent's merge with the defaults.
+    """Validate every proposition, persona and intervention file of DIR, including each agent's merge with the
+    defaults.
 
     Prints one FILE:LINE: field.path: message line per problem on stderr and exits 2, or a summary.
     """
+    from engine.errors import PropositionFileError
+    from engine.interventions import load_interventions
     from engine.propositions import check_tree
 
-    report = check_tree(_directory(directory))
-    if report.issues:
-        for issue in report.issues:
+    root = _directory(directory)
+    report = check_tree(root)
+    issues = list(report.issues)
+    interventions = 0
+    if (root / "interventions").is_dir():
+        try:
+            interventions = len(load_interventions(root / "interventions", root))
+        except PropositionFileError as exc:
+            issues.extend(exc.issues)
+    if issues:
+        for issue in issues:
             typer.echo(str(issue), err=True)
-        typer.echo(f"{len(report.issues)} problem(s) in {report.files} files", err=True)
+        typer.echo(f"{len(issues)} problem(s) in {report.files} files", err=True)
         raise typer.Exit(2)
-    typer.echo(f"ok: {report.files} files, {report.propositions} propositions")
+    typer.echo(f"ok: {report.files} files, {report.propositions} propositions, {interventions} interventions")
 
 
 @app.command()

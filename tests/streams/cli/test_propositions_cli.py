@@ -35,7 +35,7 @@ def test_validate_counts_a_small_tree(write: Write, tmp_path: Path) -> None:
     write("personas/pam.yaml", "id: pam\nname: Pam Beesly\n")
     result = runner.invoke(app, ["validate", str(tmp_path)])
     assert result.exit_code == 0
-    assert result.stdout.strip() == "ok: 2 files, 2 propositions"
+    assert result.stdout.strip() == "ok: 2 files, 2 propositions, 0 interventions"
 
 
 def test_validate_prints_one_line_per_issue_and_exits_2(write: Write, tmp_path: Path) -> None:
@@ -52,13 +52,21 @@ def test_validate_prints_one_line_per_issue_and_exits_2(write: Write, tmp_path: 
     assert result.stdout == "" and "Traceback" not in result.output
 
 
+def test_validate_checks_intervention_files_too(write: Write, tmp_path: Path) -> None:
+    write("fluency/_default.yaml", "dimension: fluency\n")
+    bad = write("interventions/nudges.yaml", "interventions:\n  - name: x\n    targets: all\n    efect: hi\n")
+    result = runner.invoke(app, ["validate", str(tmp_path)])
+    assert result.exit_code == 2
+    assert f"{bad}:4: interventions.0.efect: unknown key 'efect'; did you mean 'effect'?" in result.stderr.splitlines()
+
+
 def test_validate_reads_the_directory_from_the_environment(
     write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write("fluency/_default.yaml", "dimension: fluency\n")
     monkeypatch.setenv("DRIFT_PROPOSITIONS_DIR", str(tmp_path))
     result = runner.invoke(app, ["validate"])
-    assert result.stdout.strip() == "ok: 1 files, 0 propositions"
+    assert result.stdout.strip() == "ok: 1 files, 0 propositions, 0 interventions"
 
 
 @pytest.mark.parametrize("command", [["validate"], ["show", "-d", "fluency", "--dir"]])
