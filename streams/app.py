@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import faust
 from aiokafka import AIOKafkaProducer
@@ -41,6 +41,7 @@ from streams.topics import Topics, app_id
 from streams.transport import credentials, transport_class
 
 log = logging.getLogger(__name__)
+Keyed = TypeVar("Keyed", Draft, Message)
 
 
 class DriftApp(faust.App):
@@ -143,7 +144,8 @@ class Runtime:
         await self.send(Topics(self.settings.topic_prefix).dlq, raw_key or b"", encode(letter))
 
 
-def _keyed(event: Any, model: type[Draft] | type[Message]) -> Draft | Message:
+def _keyed(event: Any, model: type[Keyed]) -> Keyed:
+    """Decode ``event`` as ``model``; its record key must be the payload's agent id (per-agent ordering)."""
     payload = decode(model, event.value)
     key = event.key.decode("utf-8", "replace") if isinstance(event.key, bytes) else event.key
     if key != payload.agent_id:
@@ -223,7 +225,7 @@ def _install_gate(app: DriftApp, rt: Runtime) -> None:
             inline_deliveries: list[asyncio.Future[Any]] = []
             for event in events:
                 try:
-                    draft = _keyed_draft(event)
+                    draft = _keyed(event, Draft)
                 except PayloadError as exc:
                     await rt.dead_letter(event, str(exc))
                     event.ack()
@@ -250,14 +252,6 @@ def _ack_delivered(events: list[Any], done: asyncio.Future[Any]) -> None:
         event.ack()
 
 
-def _keyed_draft(event: Any) -> Draft:
-    draft = decode(Draft, event.value)
-    key = event.key.decode("utf-8", "replace") if isinstance(event.key, bytes) else event.key
-    if key != draft.agent_id:
-        raise PayloadError(f"record key {key!r} must equal agent_id {draft.agent_id!r}")
-    return draft
-
-
 async def _absorb_messages(rt: Runtime, events: list[Any]) -> dict[str, tuple[Any, int, Message]]:
     """Validate a batch of committed events, remember external actions, count actions per agent."""
     per_agent: dict[str, tuple[Any, int, Message]] = {}
@@ -267,7 +261,6 @@ async def _absorb_messages(rt: Runtime, events: list[Any]) -> dict[str, tuple[An
         except PayloadError as exc:
             await rt.dead_letter(event, str(exc))
             continue
-        assert isinstance(message, Message)
         rt.deps.configs.note_agent(message.agent_id, message.agent_name)
         if message.kind != "action":
             continue
@@ -345,7 +338,7 @@ def _install_lifecycle(app: DriftApp, rt: Runtime, configs: ConfigCache) -> None
         rt.store = await Store.connect(url)
         log.info("database connected")
         await rt.store.migrate()
-        configs._store = rt.store
+        configs.attach(rt.store)
         await configs.refresh()
         rt.store_ready.set()
 

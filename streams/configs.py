@@ -27,6 +27,10 @@ class ConfigCache:
         self._pending_registration: dict[str, str | None] = {}
         self._newest: datetime | None = None
 
+    def attach(self, store: Store) -> None:
+        """Use ``store`` from now on (the worker connects to the database after the cache is built)."""
+        self._store = store
+
     def get(self, agent_id: str, agent_name: str | None = None) -> AgentConfig:
         config = self._configs.get(agent_id)
         if config is None:
