@@ -20,18 +20,16 @@ from engine.library import PropositionLibrary
 from engine.models import AgentConfig, EventKind
 from engine.settings import BUNDLED_PROPOSITIONS, Settings
 from streams.configs import ConfigCache
+from streams.history import HistoryFeed, HistoryView, event_of
 from streams.payloads import Message, Step, encode
 from streams.stats import GateStats
 from streams.steps import (
     CATCH_UP_MAX_S,
     CustomInterventions,
-    HistoryFeed,
-    HistoryView,
     StepProcessor,
     _handler,
     decode_step,
     directive_records,
-    event_of,
     load_custom,
 )
 

@@ -13,8 +13,8 @@ from aiokafka import AIOKafkaProducer
 
 from streams.client import GateClient
 from streams.client_admin import publish_config
+from streams.history import HistoryFeed, HistoryView
 from streams.payloads import Directives, Message
-from streams.steps import HistoryFeed, HistoryView
 from streams.store import Store
 from tests.stack import Scenario, eventually, read_topic
 
