@@ -9,18 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
 import logging
-import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any, TypeVar
 
 import faust
 from aiokafka import AIOKafkaProducer
-from faust.streams import _current_event
 
 from engine.errors import PayloadError
 from engine.judges.base import Judge, LimitedJudge
@@ -28,17 +23,17 @@ from engine.library import PropositionLibrary
 from engine.models import AgentConfig
 from engine.settings import Settings
 from streams.configs import ConfigCache
-from streams.dispatch import KeyedDispatcher
 from streams.evaluations import install_evaluations
-from streams.gate import GateDeps, process_draft, remember_commit
+from streams.gate import GateDeps
 from streams.kafka import client_kwargs, start_with_retry
-from streams.payloads import AgentConfigChange, DeadLetter, Draft, EvaluationRequest, Message, decode, encode
+from streams.lanes import gate_lane, state_lane
+from streams.payloads import AgentConfigChange, DeadLetter, Draft, Message, decode, encode
 from streams.sinks import run_sinks
 from streams.steps import install_steps
 from streams.store import Store
 from streams.tables import DirectTable
 from streams.topics import Topics, app_id
-from streams.transport import credentials, transport_class
+from streams.transport import FastLane, credentials, transport_class
 
 log = logging.getLogger(__name__)
 Keyed = TypeVar("Keyed", Draft, Message)
@@ -47,6 +42,7 @@ Keyed = TypeVar("Keyed", Draft, Message)
 class DriftApp(faust.App):
     settings: Settings | None = None
     runtime: Runtime | None = None
+    fast_lanes: dict[str, FastLane] | None = None  # topic -> batch handler, see streams.transport
 
     async def on_stop(self) -> None:
         if self.runtime is not None:
@@ -129,8 +125,9 @@ class Runtime:
             await self._producer.flush()
             await self._producer.stop()
 
-    async def dead_letter(self, event: Any, reason: str) -> None:
-        message = event.message
+    async def dead_letter(self, record: Any, reason: str) -> None:
+        """Send ``record`` (a Faust event or message) to the dead-letter topic with ``reason``."""
+        message = getattr(record, "message", record)
         raw_key = message.key
         letter = DeadLetter(
             source_topic=message.topic,
@@ -142,15 +139,6 @@ class Runtime:
         )
         self.deps.stats.dead_letters += 1
         await self.send(Topics(self.settings.topic_prefix).dlq, raw_key or b"", encode(letter))
-
-
-def _keyed(event: Any, model: type[Keyed]) -> Keyed:
-    """Decode ``event`` as ``model``; its record key must be the payload's agent id (per-agent ordering)."""
-    payload = decode(model, event.value)
-    key = event.key.decode("utf-8", "replace") if isinstance(event.key, bytes) else event.key
-    if key != payload.agent_id:
-        raise PayloadError(f"record key {key!r} must equal agent_id {payload.agent_id!r}")
-    return payload
 
 
 def raw_topic(app: DriftApp, name: str) -> Any:
@@ -171,7 +159,6 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     deps.send = rt.send
     deps.recent = DirectTable(recent_table, rt.send)
     deps.pending = DirectTable(pending_table, rt.send)
-    _install_gate(app, rt)
     _install_state(app, rt, partitions)
     _install_sinks(app, rt)
     install_evaluations(app, rt)
@@ -184,116 +171,15 @@ async def _unset_sender(topic: str, key: bytes, value: bytes) -> asyncio.Future[
     raise RuntimeError("sender used before the runtime was built")
 
 
-BATCH = 512
 OUTPUT_LINGER_MS = 5
-BATCH_WITHIN_S = 0.002
-
-
-def _install_gate(app: DriftApp, rt: Runtime) -> None:
-    """The gate agent: decode, dead-letter bad input, decide per agent in order, ack after the verdict.
-
-    Drafts are taken in small batches. A draft that needs no judge call (gate off, or similarity only) for an
-    agent with nothing queued is decided inline, with no task; every other draft goes to the agent's queue in
-    the :class:`KeyedDispatcher`, so a slow judge call never holds up other agents (docs/gate-design.md).
-    """
-
-    async def judge(item: tuple[Any, Draft, float]) -> list[asyncio.Future[Any]] | None:
-        """The draft's delivery futures; None when it failed and was dead-lettered (and acked)."""
-        event, draft, received = item
-        _current_event.set(weakref.ref(event))  # table writes belong to this event's partition
-        try:
-            return await process_draft(rt.deps, draft, received)
-        except Exception as exc:
-            log.exception("draft %s failed", draft.draft_id)
-            await rt.dead_letter(event, f"internal error while judging: {exc}")
-            event.ack()
-            return None
-
-    async def handle(item: tuple[Any, Draft, float]) -> None:
-        deliveries = await judge(item)
-        if deliveries is not None:  # at-least-once: ack only once the draft's records are on the broker
-            _ack_when_delivered([item[0]], deliveries)
-
-    dispatcher: KeyedDispatcher[tuple[Any, Draft, float]] = KeyedDispatcher(handle)
-    configs = rt.deps.configs
-
-    @app.agent(raw_topic(app, Topics(rt.settings.topic_prefix).drafts), name="gate")
-    async def gate(stream: Any) -> None:
-        async for events in stream.noack_take(BATCH, within=BATCH_WITHIN_S):
-            received = time.monotonic()
-            inline_events: list[Any] = []
-            inline_deliveries: list[asyncio.Future[Any]] = []
-            for event in events:
-                try:
-                    draft = _keyed(event, Draft)
-                except PayloadError as exc:
-                    await rt.dead_letter(event, str(exc))
-                    event.ack()
-                    continue
-                item = (event, draft, received)
-                if dispatcher.busy(draft.agent_id) or configs.get(draft.agent_id, draft.agent_name).needs_judge:
-                    await dispatcher.submit(draft.agent_id, item)
-                elif (deliveries := await judge(item)) is not None:
-                    inline_events.append(event)
-                    inline_deliveries.extend(deliveries)
-            if inline_events:  # one wait for the whole batch's records instead of one per draft
-                _ack_when_delivered(inline_events, inline_deliveries)
-
-
-def _ack_when_delivered(events: list[Any], deliveries: list[asyncio.Future[Any]]) -> None:
-    asyncio.gather(*deliveries).add_done_callback(lambda done: _ack_delivered(events, done))
-
-
-def _ack_delivered(events: list[Any], done: asyncio.Future[Any]) -> None:
-    if done.cancelled() or done.exception() is not None:
-        log.error("records of %d draft(s) were not delivered; they will be redelivered", len(events))
-        return
-    for event in events:
-        event.ack()
-
-
-async def _absorb_messages(rt: Runtime, events: list[Any]) -> dict[str, tuple[Any, int, Message]]:
-    """Validate a batch of committed events, remember external actions, count actions per agent."""
-    per_agent: dict[str, tuple[Any, int, Message]] = {}
-    for event in events:
-        try:
-            message = _keyed(event, Message)
-        except PayloadError as exc:
-            await rt.dead_letter(event, str(exc))
-            continue
-        rt.deps.configs.note_agent(message.agent_id, message.agent_name)
-        if message.kind != "action":
-            continue
-        if message.origin != "gate":
-            _current_event.set(weakref.ref(event))
-            remember_commit(rt.deps.recent, message.agent_id, message.message_id, message.text, message.channel)
-        _, seen, _ = per_agent.get(message.agent_id, (None, 0, message))
-        per_agent[message.agent_id] = (event, seen + 1, message)
-    return per_agent
 
 
 def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
-    """Committed messages feed the recent-messages table and the windowed counts; config changes the cache."""
-    settings, topics = rt.settings, Topics(rt.settings.topic_prefix)
-    window = timedelta(seconds=settings.eval_window_s)
-    counts = app.Table("message-counts", default=int, partitions=partitions).tumbling(window, expires=window * 2)
-
-    async def count(agent_id: str, event: Any, added: int, last: Message) -> None:
-        _current_event.set(weakref.ref(event))  # the changelog partition follows the agent's partition
-        before = counts[agent_id].current()
-        counts[agent_id] += added
-        if before < settings.eval_threshold <= before + added:
-            await _request_evaluation(rt, last)
-
-    @app.agent(raw_topic(app, topics.messages), name="message-state")
-    async def message_state(stream: Any) -> None:
-        async for events in stream.noack_take(BATCH, within=0.01):
-            per_agent = await _absorb_messages(rt, events)
-            await asyncio.gather(*await rt.deps.flush_tables())  # external actions entered the recent table
-            for agent_id, (event, added, last) in per_agent.items():
-                await count(agent_id, event, added, last)
-            for event in events:
-                event.ack()
+    """The fast lanes (drafts into the gate, committed messages into its state) and the agent-config agent."""
+    topics = Topics(rt.settings.topic_prefix)
+    for topic in (topics.drafts, topics.messages):
+        app.topics.add(raw_topic(app, topic))  # subscribed by Faust's group, co-partitioned with the tables
+    app.fast_lanes = {topics.drafts: gate_lane(rt), topics.messages: state_lane(app, rt, partitions)}
 
     @app.agent(raw_topic(app, topics.agent_config), name="agent-config")
     async def agent_config(stream: Any) -> None:
@@ -318,16 +204,6 @@ def _install_sinks(app: DriftApp, rt: Runtime) -> None:
     @app.task  # type: ignore[untyped-decorator]
     async def sinks() -> None:
         await run_sinks(rt.settings, store)
-
-
-async def _request_evaluation(rt: Runtime, message: Message) -> None:
-    request = EvaluationRequest(
-        request_id="threshold-" + hashlib.sha256(f"{message.agent_id}\0{message.message_id}".encode()).hexdigest()[:32],
-        agent_id=message.agent_id,
-        reason="threshold",
-        message_count=rt.settings.eval_threshold,
-    )
-    await rt.send(Topics(rt.settings.topic_prefix).evaluation_requests, message.agent_id.encode(), encode(request))
 
 
 def _install_lifecycle(app: DriftApp, rt: Runtime, configs: ConfigCache) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import MutableMapping
+from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -60,14 +60,14 @@ class GateDeps:
     stats: GateStats = field(default_factory=GateStats)
     _tokens: dict[str, TokenizedMessage] = field(default_factory=dict)
 
-    async def flush_tables(self) -> list[asyncio.Future[Any]]:
-        """Send the changelog records of the table writes just made (tables that queue them, see
-        :class:`streams.tables.DirectTable`); plain mappings need nothing."""
+    async def flush_tables(self, keys: Iterable[str] | None = None) -> list[asyncio.Future[Any]]:
+        """Send the changelog records of the table writes to ``keys`` (all by default) and return their delivery
+        futures (tables that queue them, see :class:`streams.tables.DirectTable`); plain mappings need nothing."""
         deliveries: list[asyncio.Future[Any]] = []
         for table in (self.recent, self.pending):
             flush = getattr(table, "flush", None)
             if flush is not None:
-                deliveries.extend(await flush())
+                deliveries.extend(await flush(keys))
         return deliveries
 
     @property
@@ -216,8 +216,14 @@ def remember_commit(recent: MutableMapping[str, Any], agent_id: str, message_id:
     recent[agent_id] = history[-RECENT_KEPT:]
 
 
-async def process_draft(deps: GateDeps, draft: Draft, received: float) -> list[asyncio.Future[Any]]:
-    """Judge one attempt, send its records and update the tables. Returns the records' delivery futures."""
+async def process_draft(
+    deps: GateDeps, draft: Draft, received: float, *, flush: bool = True
+) -> list[asyncio.Future[Any]]:
+    """Judge one attempt, send its records and update the tables. Returns the records' delivery futures.
+
+    With ``flush=False`` the table writes stay queued: the caller flushes them for a whole batch (several
+    commits of one agent then cost one changelog record) and waits for those deliveries too.
+    """
     result, decision = await judge_attempt(deps, draft)
     latency_ms = (time.monotonic() - received) * 1000.0
     verdict = build_verdict(draft, result, decision, latency_ms, deps.judge.name)
@@ -236,6 +242,7 @@ async def process_draft(deps: GateDeps, draft: Draft, received: float) -> list[a
         deps.pending[draft.draft_id] = attempts
     elif draft.attempt > 1 and draft.draft_id in deps.pending:
         del deps.pending[draft.draft_id]
-    deliveries.extend(await deps.flush_tables())  # no await since the writes: these records are this draft's
+    if flush:
+        deliveries.extend(await deps.flush_tables((draft.agent_id, draft.draft_id)))
     deps.stats.record(result, decision.outcome.value, draft.attempt, latency_ms)
     return deliveries

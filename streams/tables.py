@@ -1,20 +1,27 @@
 """Faust tables written on the hot path without Faust's per-write machinery.
 
-:class:`DirectTable` updates a Faust table's in-memory store and queues its changelog record, partitioned like
-the event being processed (exactly what Faust does); :meth:`DirectTable.flush` sends the queued records on the
-worker's output producer and returns their delivery futures, so the caller can ack the source event only once
-its state change is durable. Faust still owns the table: it creates the changelog topic and restores the
-store from it on start-up and on every rebalance. Keys and values are JSON, as Faust's ``json`` codec writes.
+:class:`DirectTable` updates a Faust table's in-memory store and marks the key dirty, remembering the
+partition of the record being processed, which the caller sets in :data:`table_partition` (exactly where
+Faust would write its changelog record).
+:meth:`DirectTable.flush` sends one changelog record per dirty key — its value at flush time, so several
+writes of one key in a batch cost one record, as a compacted changelog would keep anyway — on the worker's
+output producer, and returns the delivery futures, so the caller can ack the source events only once their
+state changes are durable. Faust still owns the table: it creates the changelog topic and restores the store
+from it on start-up and on every rebalance. Keys and values are JSON, as Faust's ``json`` codec writes.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+import functools
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
+from contextvars import ContextVar
 from typing import Any
 
 import orjson
-from faust.streams import current_event
+
+table_partition: ContextVar[int | None] = ContextVar("table_partition", default=None)
+"""The source partition of the record whose effects are being written (a changelog partition must match it)."""
 
 Send = Callable[[str, bytes, bytes | None, int | None], Awaitable[asyncio.Future[Any]]]
 
@@ -23,7 +30,8 @@ class DirectTable(MutableMapping[str, Any]):
     def __init__(self, table: Any, send: Send) -> None:
         self._table = table
         self._send = send
-        self._queued: list[tuple[bytes, bytes | None, int | None]] = []
+        self._dirty: dict[str, int] = {}  # key -> changelog partition
+        self._in_flight: dict[str, asyncio.Future[Any]] = {}  # key -> delivery of its latest record
 
     @property
     def _store(self) -> Any:
@@ -46,19 +54,40 @@ class DirectTable(MutableMapping[str, Any]):
     def __len__(self) -> int:
         return len(self._store)
 
-    def _partition(self) -> int | None:
-        event = current_event()
-        return None if event is None else int(event.message.partition)
+    def _mark(self, key: str) -> None:
+        partition = table_partition.get()
+        if partition is None:
+            raise RuntimeError("a table write needs the source record's partition (set table_partition)")
+        self._dirty[key] = partition
 
     def __setitem__(self, key: str, value: Any) -> None:
         self._store[key] = value
-        self._queued.append((orjson.dumps(key), orjson.dumps(value), self._partition()))
+        self._mark(key)
 
     def __delitem__(self, key: str) -> None:
         self._store.pop(key, None)
-        self._queued.append((orjson.dumps(key), None, self._partition()))
+        self._mark(key)
 
-    async def flush(self) -> list[asyncio.Future[Any]]:
-        """Send the queued changelog records; returns their delivery futures."""
-        queued, self._queued = self._queued, []
-        return [await self._send(self.topic, key, value, partition) for key, value, partition in queued]
+    async def flush(self, keys: Iterable[str] | None = None) -> list[asyncio.Future[Any]]:
+        """Send the changelog records of the dirty ``keys`` (all dirty keys by default).
+
+        Returns the delivery futures of those keys' latest records, including records another flush sent
+        and the broker has not confirmed yet: a caller acks its event only once its writes are durable.
+        """
+        wanted = list(self._dirty) if keys is None else keys
+        deliveries: list[asyncio.Future[Any]] = []
+        for key in wanted:
+            partition = self._dirty.pop(key, None)
+            if partition is not None:
+                value = self._store.get(key)
+                future = await self._send(self.topic, orjson.dumps(key), None if value is None else orjson.dumps(value),
+                                          partition)  # fmt: skip
+                self._in_flight[key] = future
+                future.add_done_callback(functools.partial(self._settled, key))
+            if (in_flight := self._in_flight.get(key)) is not None:
+                deliveries.append(in_flight)
+        return deliveries
+
+    def _settled(self, key: str, done: asyncio.Future[Any]) -> None:
+        if self._in_flight.get(key) is done:
+            del self._in_flight[key]

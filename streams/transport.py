@@ -1,7 +1,16 @@
-"""Faust's aiokafka transport, adjusted for the embedded broker, and the worker's broker credentials."""
+"""Faust's aiokafka transport, adjusted for the embedded broker, and the worker's broker credentials.
+
+It also carries the worker's *fast lanes*: records of a hot topic (drafts, messages) go from Faust's consumer
+straight to a batch handler, instead of one task group, event and stream hop per record. Faust still owns
+the consumer group, the partition assignment (so the tables stay co-partitioned with these topics), table
+recovery, flow control during rebalances and offset commits: a handler acks each record on the consumer once
+its effects are durable, exactly as a stream would.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import faust
@@ -41,6 +50,19 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
         def _new_consumer_thread(self) -> ConsumerThread:
             return ConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
+        async def _drain_messages(self, fetcher: Any) -> None:
+            lanes: Mapping[str, FastLane] = getattr(self.app, "fast_lanes", None) or {}
+            if not lanes:
+                await super()._drain_messages(fetcher)
+                return
+            try:
+                while not (self._stopped.is_set() or fetcher._stopped.is_set()):
+                    await drain_once(self, lanes)
+                    await asyncio.sleep(0)
+            except (*self.consumer_stopped_errors, asyncio.CancelledError):  # type: ignore[misc]
+                if not self.transport.app.should_stop:
+                    raise
+
     class Transport(faust_aiokafka.Transport):
         pass
 
@@ -60,3 +82,42 @@ def credentials(settings: Settings) -> Any:
             ssl_context=context,
         )
     return faust.SSLCredentials(context) if context is not None else None
+
+
+FastLane = Callable[[list[Any]], Awaitable[None]]
+LANE_BATCH = 512
+
+
+async def drain_once(consumer: Any, lanes: Mapping[str, FastLane]) -> None:
+    """One fetch: records of fast-lane topics are tracked and handed over in batches (at most
+    :data:`LANE_BATCH`); every other record takes Faust's usual route to its streams."""
+    generation = consumer.app.consumer_generation_id
+    batches: dict[str, list[Any]] = {}
+    async for tp, message in consumer.getmany(timeout=1.0):
+        read = consumer._read_offset[tp]
+        if read is not None and message.offset < read:
+            continue  # already seen before a seek
+        if read is not None and message.offset - read > 1 and consumer.app.topics.acks_enabled_for(tp.topic):
+            await consumer._add_gap(tp, read + 1, message.offset)  # lets commits pass offsets that never come
+        consumer._read_offset[tp] = message.offset
+        lane = lanes.get(tp.topic)
+        if lane is None:
+            await consumer.wait_first(consumer.callback(message), consumer.suspend_flow.wait())
+            continue
+        consumer.track_message(message)
+        batch = batches.setdefault(tp.topic, [])
+        batch.append(message)
+        if len(batch) >= LANE_BATCH:
+            await _hand_over(consumer, lanes[tp.topic], batches.pop(tp.topic), generation)
+    for topic, batch in batches.items():
+        await _hand_over(consumer, lanes[topic], batch, generation)
+
+
+async def _hand_over(consumer: Any, lane: FastLane, batch: list[Any], generation: int) -> None:
+    """Run the lane's handler, unless a rebalance began since the fetch: then the records are released and
+    fetched again from the committed offsets by whichever worker owns their partitions next."""
+    if consumer.flow_active and consumer.app.consumer_generation_id == generation:
+        await lane(batch)
+        return
+    for message in batch:
+        consumer._unacked_messages.discard(message)

@@ -1,0 +1,167 @@
+"""The worker's two hot topics as fast lanes (see :mod:`streams.transport`): drafts into the gate, committed
+messages into the gate's state. Handlers get batches of Faust messages, never raise for bad input (it is
+dead-lettered) and ack every record on Faust's consumer once its effects are durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+import weakref
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from faust.events import Event
+from faust.streams import _current_event
+
+from engine.errors import PayloadError
+from streams.dispatch import KeyedDispatcher
+from streams.gate import process_draft, remember_commit
+from streams.payloads import Draft, EvaluationRequest, Message, decode, encode
+from streams.tables import table_partition
+from streams.topics import Topics
+from streams.transport import FastLane
+
+if TYPE_CHECKING:
+    from streams.app import DriftApp, Runtime
+
+log = logging.getLogger(__name__)
+Keyed = TypeVar("Keyed", Draft, Message)
+Item = tuple[Any, Draft, float]
+
+
+def keyed(record: Any, model: type[Keyed]) -> Keyed:
+    """Decode ``record`` as ``model``; its key must be the payload's agent id (per-agent ordering)."""
+    payload = decode(model, record.value)
+    key = record.key.decode("utf-8", "replace") if isinstance(record.key, bytes) else record.key
+    if key != payload.agent_id:
+        raise PayloadError(f"record key {key!r} must equal agent_id {payload.agent_id!r}")
+    return payload
+
+
+def gate_lane(rt: Runtime) -> FastLane:
+    """Drafts: decode, dead-letter bad input, decide per agent in order, ack after the records are delivered.
+
+    A draft that needs no judge call (gate off, or similarity only) for an agent with nothing queued is decided
+    inline, with no task, and its batch shares one changelog flush and one wait; every other draft goes to its
+    agent's queue in the :class:`KeyedDispatcher`, so a slow judge call never holds up other agents.
+    """
+    def ack(message: Any) -> None:
+        rt.app.consumer.ack(message)
+
+    async def judge(item: Item, flush: bool = True) -> list[asyncio.Future[Any]] | None:
+        """The draft's delivery futures; None when it failed and was dead-lettered (and acked)."""
+        message, draft, received = item
+        table_partition.set(message.partition)  # table writes belong to the draft's partition
+        try:
+            return await process_draft(rt.deps, draft, received, flush=flush)
+        except Exception as exc:
+            log.exception("draft %s failed", draft.draft_id)
+            await rt.dead_letter(message, f"internal error while judging: {exc}")
+            ack(message)
+            return None
+
+    async def handle(item: Item) -> None:
+        deliveries = await judge(item)
+        if deliveries is not None:
+            ack_when_delivered(ack, [item[0]], deliveries)
+
+    dispatcher: KeyedDispatcher[Item] = KeyedDispatcher(handle)
+    configs = rt.deps.configs
+
+    async def lane(messages: list[Any]) -> None:
+        received = time.monotonic()
+        inline: list[Any] = []
+        deliveries: list[asyncio.Future[Any]] = []
+        written: set[str] = set()
+        for message in messages:
+            try:
+                draft = keyed(message, Draft)
+            except PayloadError as exc:
+                await rt.dead_letter(message, str(exc))
+                ack(message)
+                continue
+            item = (message, draft, received)
+            if dispatcher.busy(draft.agent_id) or configs.get(draft.agent_id, draft.agent_name).needs_judge:
+                await dispatcher.submit(draft.agent_id, item)
+            elif (sent := await judge(item, flush=False)) is not None:
+                inline.append(message)
+                deliveries.extend(sent)
+                written.update((draft.agent_id, draft.draft_id))
+        if inline:
+            deliveries.extend(await rt.deps.flush_tables(written))
+            ack_when_delivered(ack, inline, deliveries)
+
+    return lane
+
+
+def ack_when_delivered(ack: Callable[[Any], Any], messages: list[Any], deliveries: list[asyncio.Future[Any]]) -> None:
+    """At-least-once: ack the messages only once every record they caused is on the broker."""
+
+    def done(gathered: asyncio.Future[Any]) -> None:
+        if gathered.cancelled() or gathered.exception() is not None:
+            log.error("records of %d draft(s) were not delivered; they will be redelivered", len(messages))
+            return
+        for message in messages:
+            ack(message)
+
+    asyncio.gather(*deliveries).add_done_callback(done)
+
+
+def state_lane(app: DriftApp, rt: Runtime, partitions: int) -> FastLane:
+    """Committed messages: external actions enter the recent-messages table; actions are counted per agent in a
+    windowed table, and crossing the threshold requests an offline evaluation."""
+    settings = rt.settings
+    window = timedelta(seconds=settings.eval_window_s)
+    counts = app.Table("message-counts", default=int, partitions=partitions).tumbling(window, expires=window * 2)
+
+    async def count(record: Any, added: int, last: Message) -> None:
+        event = Event(app, record.key, record.value, record.headers, record)
+        _current_event.set(weakref.ref(event))  # Faust's table writes follow this event's partition
+        before = counts[last.agent_id].current()
+        counts[last.agent_id] += added
+        if before < settings.eval_threshold <= before + added:
+            await request_evaluation(rt, last)
+
+    async def lane(messages: list[Any]) -> None:
+        per_agent = await _absorb(rt, messages)
+        await asyncio.gather(*await rt.deps.flush_tables())  # external actions entered the recent table
+        for record, added, last in per_agent.values():
+            await count(record, added, last)
+        for message in messages:
+            rt.app.consumer.ack(message)
+
+    return lane
+
+
+async def _absorb(rt: Runtime, records: list[Any]) -> dict[str, tuple[Any, int, Message]]:
+    """Validate a batch of committed messages, remember external actions, count actions per agent."""
+    per_agent: dict[str, tuple[Any, int, Message]] = {}
+    for record in records:
+        try:
+            message = keyed(record, Message)
+        except PayloadError as exc:
+            await rt.dead_letter(record, str(exc))
+            continue
+        rt.deps.configs.note_agent(message.agent_id, message.agent_name)
+        if message.kind != "action":
+            continue
+        if message.origin != "gate":
+            table_partition.set(record.partition)
+            remember_commit(rt.deps.recent, message.agent_id, message.message_id, message.text, message.channel)
+        _, seen, _ = per_agent.get(message.agent_id, (None, 0, message))
+        per_agent[message.agent_id] = (record, seen + 1, message)
+    return per_agent
+
+
+async def request_evaluation(rt: Runtime, message: Message) -> None:
+    request = EvaluationRequest(
+        request_id="threshold-" + hashlib.sha256(f"{message.agent_id}\0{message.message_id}".encode()).hexdigest()[:32],
+        agent_id=message.agent_id,
+        reason="threshold",
+        message_count=rt.settings.eval_threshold,
+    )
+    await rt.send(Topics(rt.settings.topic_prefix).evaluation_requests, message.agent_id.encode(), encode(request))
