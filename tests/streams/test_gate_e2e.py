@@ -14,6 +14,7 @@ from aiokafka import AIOKafkaProducer
 
 from streams.client import GateClient
 from streams.client_admin import publish_config
+from streams.payloads import Message
 from streams.store import Store
 from tests.stack import DRIFT, Scenario, eventually, read_topic
 
@@ -124,6 +125,36 @@ async def test_timeout_similarity_and_disabled_gate(scenario: Scenario) -> None:
         assert time.monotonic() - started_at < 3.0  # no judge call (the rule would delay 4 s)
     finally:
         await gate.close()
+
+
+async def test_an_action_that_bypassed_the_gate_counts_for_similarity(scenario: Scenario) -> None:
+    """External actions on ``messages`` enter the agent's recent messages; stimuli do not. Every check here
+    also fails adherence ("boring"), so none commits and only the published messages make up the history."""
+    dwight = scenario.agent("dwight")
+    gate = await started(scenario)
+    try:
+        await configure(scenario, dwight, gate_similarity_enabled=True, gate_adherence_enabled=True)
+        await asyncio.sleep(0.5)
+        stimulus = "A boring memo: the fire drill is moved to Friday afternoon."
+        action = "Bears eat beets, a boring fact, and I grow the finest beets in Scranton."
+        await gate.publish_message(Message(message_id="s1", agent_id=dwight, text=stimulus, kind="stimulus"))
+        await gate.publish_message(Message(message_id="x1", agent_id=dwight, text=action))  # same partition, later
+
+        async def similarity_of(text: str) -> Any:
+            verdict = await gate.check(agent_id=dwight, text=text)
+            assert verdict.decision == "retry" and verdict.similarity is not None
+            return verdict.similarity
+
+        flagged = await eventually(lambda: _failed(similarity_of(action)), timeout_s=10)
+        assert flagged.most_similar == action
+        assert (await similarity_of(stimulus)).passed  # the stimulus, absorbed before the action, is not history
+    finally:
+        await gate.close()
+
+
+async def _failed(similarity: Any) -> Any:
+    result = await similarity
+    return None if result.passed else result
 
 
 async def test_config_change_is_picked_up_live_via_cli(scenario: Scenario) -> None:
