@@ -165,12 +165,15 @@ async def run_checks(
     recent: Sequence[TokenizedMessage],
     deadline_s: float = DEFAULT_DIMENSION_DEADLINE_S,
     parallel: bool = True,
+    tokens: TokenizedMessage | None = None,
 ) -> AttemptResult:
-    """Similarity first (cheap, no LLM), then every enabled LLM dimension in parallel (or in turn)."""
+    """Similarity first (cheap, no LLM), then every enabled LLM dimension in parallel (or in turn).
+
+    ``tokens`` is the action already tokenised (a caller that caches tokens passes it)."""
     text = target.action or ""
     similarity = None
     if config.gate_similarity_enabled:
-        similarity = check_similarity(prepare(text), recent, config.max_action_similarity)
+        similarity = check_similarity(tokens or prepare(text), recent, config.max_action_similarity)
     dims = [d for d in config.enabled_gate_dimensions() if d in psets and psets[d].propositions]
     if not dims:
         return AttemptResult(attempt=attempt, text=text, similarity=similarity)

@@ -9,6 +9,7 @@ verdict → correction log → committed message, then table updates; the caller
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ import orjson
 
 from engine.checks import TokenizedMessage, prepare
 from engine.gate import (
+    RECENT_FOR_SIMILARITY,
     AttemptResult,
     AttemptSummary,
     Decision,
@@ -70,7 +72,7 @@ class GateDeps:
                 deliveries.extend(await flush(keys))
         return deliveries
 
-    @property
+    @functools.cached_property
     def topics(self) -> Topics:
         return Topics(self.settings.topic_prefix)
 
@@ -116,17 +118,18 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
         return result, GateDecision(Decision.COMMIT, Outcome.PASSED, draft.text, draft.attempt)
     # a redelivered draft whose commit was already recorded must not be compared with itself
     recent = [r for r in deps.recent.get(draft.agent_id) or [] if r.get("id") != draft.draft_id]
-    persona = _persona(deps, draft)
     dims = config.enabled_gate_dimensions()
+    similar = config.gate_similarity_enabled
     result = await run_checks(
         deps.judge,
         deps.library.psets(draft.agent_id, dims),
-        _target(deps, draft, recent, persona),
+        _target(deps, draft, recent if dims else [], _persona(deps, draft)),  # history only for the judge
         config,
         attempt=draft.attempt,
-        recent=[deps.tokenized(r["text"]) for r in recent],
+        recent=[deps.tokenized(r["text"]) for r in recent[-RECENT_FOR_SIMILARITY:]] if similar else [],
         deadline_s=deps.settings.judge_deadline_s,
         parallel=deps.settings.gate_parallel,
+        tokens=deps.tokenized(draft.text) if similar else None,  # cached: a commit joins the history
     )
     earlier = [AttemptSummary(**a) for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] < draft.attempt]
     return result, decide(result, earlier, config)
@@ -164,7 +167,7 @@ def build_verdict(
     }  # fmt: skip
 
 
-def build_log(draft: Draft, result: AttemptResult, verdict: dict[str, Any]) -> dict[str, Any]:
+def build_log(draft: Draft, result: AttemptResult, verdict: dict[str, Any], now: str) -> dict[str, Any]:
     """The ``correction-logs`` record (shape of :class:`streams.payloads.CorrectionLog`)."""
     committed = verdict["decision"] == "commit"
     return {
@@ -184,11 +187,11 @@ def build_log(draft: Draft, result: AttemptResult, verdict: dict[str, Any]) -> d
         "outcome": verdict["outcome"],
         "token_usage": verdict["token_usage"],
         "latency_ms": verdict["latency_ms"],
-        "created_at": utcnow_iso(),
+        "created_at": now,
     }
 
 
-def committed_message(draft: Draft, text: str) -> dict[str, Any]:
+def committed_message(draft: Draft, text: str, now: str) -> dict[str, Any]:
     """The ``messages`` record of a commit (shape of :class:`streams.payloads.Message`)."""
     return {
         "message_id": draft.draft_id,
@@ -201,7 +204,7 @@ def committed_message(draft: Draft, text: str) -> dict[str, Any]:
         "channel": draft.channel,
         "recipient": draft.recipient,
         "origin": "gate",
-        "ts": utcnow_iso(),
+        "ts": now,
     }
 
 
@@ -228,13 +231,14 @@ async def process_draft(
     latency_ms = (time.monotonic() - received) * 1000.0
     verdict = build_verdict(draft, result, decision, latency_ms, deps.judge.name)
     key = draft.agent_id.encode()
-    topics = deps.topics
+    topics, now = deps.topics, utcnow_iso()
     deliveries = [
         await deps.send(topics.verdicts, key, orjson.dumps(verdict)),
-        await deps.send(topics.correction_logs, key, orjson.dumps(build_log(draft, result, verdict))),
+        await deps.send(topics.correction_logs, key, orjson.dumps(build_log(draft, result, verdict, now))),
     ]
     if decision.decision is Decision.COMMIT:
-        deliveries.append(await deps.send(topics.messages, key, orjson.dumps(committed_message(draft, decision.text))))
+        message = orjson.dumps(committed_message(draft, decision.text, now))
+        deliveries.append(await deps.send(topics.messages, key, message))
         remember_commit(deps.recent, draft.agent_id, draft.draft_id, decision.text, draft.channel)
     if decision.decision is Decision.RETRY:
         attempts = [a for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] != draft.attempt]

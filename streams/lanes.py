@@ -49,6 +49,7 @@ def gate_lane(rt: Runtime) -> FastLane:
     inline, with no task, and its batch shares one changelog flush and one wait; every other draft goes to its
     agent's queue in the :class:`KeyedDispatcher`, so a slow judge call never holds up other agents.
     """
+
     def ack(message: Any) -> None:
         rt.app.consumer.ack(message)
 
@@ -99,16 +100,25 @@ def gate_lane(rt: Runtime) -> FastLane:
 
 
 def ack_when_delivered(ack: Callable[[Any], Any], messages: list[Any], deliveries: list[asyncio.Future[Any]]) -> None:
-    """At-least-once: ack the messages only once every record they caused is on the broker."""
+    """At-least-once: ack the messages only once every record they caused is on the broker (a countdown on the
+    delivery futures: lighter than a gather for the hundreds of records of a batch)."""
+    left = [len(deliveries), False]  # futures still pending, a failure seen
 
-    def done(gathered: asyncio.Future[Any]) -> None:
-        if gathered.cancelled() or gathered.exception() is not None:
-            log.error("records of %d draft(s) were not delivered; they will be redelivered", len(messages))
-            return
+    def settled(delivery: asyncio.Future[Any]) -> None:
+        if delivery.cancelled() or delivery.exception() is not None:
+            if not left[1]:
+                log.error("records of %d draft(s) were not delivered; they will be redelivered", len(messages))
+            left[1] = True
+        left[0] -= 1
+        if left[0] == 0 and not left[1]:
+            for message in messages:
+                ack(message)
+
+    for delivery in deliveries:
+        delivery.add_done_callback(settled)
+    if not deliveries:
         for message in messages:
             ack(message)
-
-    asyncio.gather(*deliveries).add_done_callback(done)
 
 
 def state_lane(app: DriftApp, rt: Runtime, partitions: int) -> FastLane:

@@ -9,7 +9,7 @@ import orjson
 from engine.gate import AttemptResult, Decision, DimensionCheck, GateDecision, Outcome, SimilarityCheck
 from engine.models import Dimension, TokenUsage
 from streams.dispatch import KeyedDispatcher
-from streams.gate import build_log, build_verdict, committed_message, remember_commit
+from streams.gate import build_log, build_verdict, committed_message, remember_commit, utcnow_iso
 from streams.payloads import CorrectionLog, Draft, Message, Verdict
 
 
@@ -42,9 +42,9 @@ def test_verdict_dict_validates_as_the_published_model() -> None:
 def test_correction_log_and_message_validate_as_the_published_models() -> None:
     decision = GateDecision(Decision.COMMIT, Outcome.FORCED_THROUGH, "Earlier text", 1)
     verdict = build_verdict(make_draft(), make_result(), decision, 3.0, "scripted:x")
-    log = CorrectionLog.model_validate(roundtrip(build_log(make_draft(), make_result(), verdict)))
+    log = CorrectionLog.model_validate(roundtrip(build_log(make_draft(), make_result(), verdict, utcnow_iso())))
     assert (log.corrected_text, log.outcome, log.similarity_score) == ("Earlier text", "forced_through", 0.7)
-    message = Message.model_validate(roundtrip(committed_message(make_draft(), "Earlier text")))
+    message = Message.model_validate(roundtrip(committed_message(make_draft(), "Earlier text", utcnow_iso())))
     assert (message.origin, message.message_id, message.text) == ("gate", "d-1", "Earlier text")
 
 
