@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import faust
-from aiokafka import AIOKafkaProducer
 
 from engine.errors import PayloadError
 from engine.judges.base import Judge, LimitedJudge
@@ -25,8 +24,8 @@ from engine.settings import Settings
 from streams.configs import ConfigCache
 from streams.evaluations import install_evaluations
 from streams.gate import GateDeps
-from streams.kafka import client_kwargs, start_with_retry
-from streams.lanes import gate_lane, state_lane
+from streams.lanes import GateLane, state_lane
+from streams.output import Output
 from streams.payloads import AgentConfigChange, DeadLetter, Draft, Message, decode, encode
 from streams.sinks import run_sinks
 from streams.steps import install_steps
@@ -96,34 +95,24 @@ class Runtime:
     on_ready: Callable[[], None] | None = None
     background: set[asyncio.Future[None]] = field(default_factory=set)
 
-    _producer: AIOKafkaProducer | None = None
-    _producer_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    output: Output = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.output = Output(self.settings)
 
     async def send(
         self, topic: str, key: bytes, value: bytes | None, partition: int | None = None
     ) -> asyncio.Future[Any]:
         """Queue a record on the output producer; the returned future resolves when the broker has it.
 
-        Output records use their own producer, beside Faust's (which carries table changelogs): two
-        connections keep two produce requests in flight, and verdicts never wait behind changelog batches.
+        Output records use their own producer (:mod:`streams.output`), beside Faust's (which carries the
+        windowed counts' changelog): verdicts never wait behind Faust's batches.
         """
-        producer = self._producer or await self._start_producer()
-        future: asyncio.Future[Any] = await producer.send(topic, value, key=key, partition=partition)
+        future: asyncio.Future[Any] = await self.output.send(topic, key, value, partition)
         return future
 
-    async def _start_producer(self) -> AIOKafkaProducer:
-        async with self._producer_lock:
-            if self._producer is None:
-                producer = AIOKafkaProducer(**client_kwargs(self.settings), linger_ms=OUTPUT_LINGER_MS,
-                                            max_batch_size=256 * 1024, acks=1)  # fmt: skip
-                await start_with_retry(producer, self.settings.broker, 30.0)
-                self._producer = producer
-            return self._producer
-
     async def close(self) -> None:
-        if self._producer is not None:
-            await self._producer.flush()
-            await self._producer.stop()
+        await self.output.close()
 
     async def dead_letter(self, record: Any, reason: str) -> None:
         """Send ``record`` (a Faust event or message) to the dead-letter topic with ``reason``."""
@@ -167,11 +156,10 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     return app, rt
 
 
-async def _unset_sender(topic: str, key: bytes, value: bytes) -> asyncio.Future[Any]:
+async def _unset_sender(
+    topic: str, key: bytes, value: bytes | None, partition: int | None = None
+) -> asyncio.Future[Any]:
     raise RuntimeError("sender used before the runtime was built")
-
-
-OUTPUT_LINGER_MS = 5
 
 
 def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
@@ -179,7 +167,7 @@ def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
     topics = Topics(rt.settings.topic_prefix)
     for topic in (topics.drafts, topics.messages):
         app.topics.add(raw_topic(app, topic))  # subscribed by Faust's group, co-partitioned with the tables
-    app.fast_lanes = {topics.drafts: gate_lane(rt), topics.messages: state_lane(app, rt, partitions)}
+    app.fast_lanes = {topics.drafts: GateLane(rt), topics.messages: state_lane(app, rt, partitions)}
 
     @app.agent(raw_topic(app, topics.agent_config), name="agent-config")
     async def agent_config(stream: Any) -> None:

@@ -47,7 +47,9 @@ RECENT_KEPT = 10
 class Sender(Protocol):
     """Queues a record; the returned future resolves when the broker acknowledged it."""
 
-    async def __call__(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[Any]: ...
+    async def __call__(
+        self, topic: str, key: bytes, value: bytes | None, partition: int | None = None
+    ) -> asyncio.Future[Any]: ...
 
 
 @dataclass
@@ -62,14 +64,16 @@ class GateDeps:
     stats: GateStats = field(default_factory=GateStats)
     _tokens: dict[str, TokenizedMessage] = field(default_factory=dict)
 
-    async def flush_tables(self, keys: Iterable[str] | None = None) -> list[asyncio.Future[Any]]:
+    async def flush_tables(
+        self, keys: Iterable[str] | None = None, send: Sender | None = None
+    ) -> list[asyncio.Future[Any]]:
         """Send the changelog records of the table writes to ``keys`` (all by default) and return their delivery
         futures (tables that queue them, see :class:`streams.tables.DirectTable`); plain mappings need nothing."""
         deliveries: list[asyncio.Future[Any]] = []
         for table in (self.recent, self.pending):
             flush = getattr(table, "flush", None)
             if flush is not None:
-                deliveries.extend(await flush(keys))
+                deliveries.extend(await flush(keys, send))
         return deliveries
 
     @functools.cached_property
@@ -220,25 +224,27 @@ def remember_commit(recent: MutableMapping[str, Any], agent_id: str, message_id:
 
 
 async def process_draft(
-    deps: GateDeps, draft: Draft, received: float, *, flush: bool = True
+    deps: GateDeps, draft: Draft, received: float, *, flush: bool = True, send: Sender | None = None
 ) -> list[asyncio.Future[Any]]:
     """Judge one attempt, send its records and update the tables. Returns the records' delivery futures.
 
     With ``flush=False`` the table writes stay queued: the caller flushes them for a whole batch (several
-    commits of one agent then cost one changelog record) and waits for those deliveries too.
+    commits of one agent then cost one changelog record) and waits for those deliveries too. ``send``
+    replaces ``deps.send`` (a lane batch gathers its records, see :class:`streams.output.OutputBatch`).
     """
+    send = send or deps.send
     result, decision = await judge_attempt(deps, draft)
     latency_ms = (time.monotonic() - received) * 1000.0
     verdict = build_verdict(draft, result, decision, latency_ms, deps.judge.name)
     key = draft.agent_id.encode()
     topics, now = deps.topics, utcnow_iso()
     deliveries = [
-        await deps.send(topics.verdicts, key, orjson.dumps(verdict)),
-        await deps.send(topics.correction_logs, key, orjson.dumps(build_log(draft, result, verdict, now))),
+        await send(topics.verdicts, key, orjson.dumps(verdict)),
+        await send(topics.correction_logs, key, orjson.dumps(build_log(draft, result, verdict, now))),
     ]
     if decision.decision is Decision.COMMIT:
         message = orjson.dumps(committed_message(draft, decision.text, now))
-        deliveries.append(await deps.send(topics.messages, key, message))
+        deliveries.append(await send(topics.messages, key, message))
         remember_commit(deps.recent, draft.agent_id, draft.draft_id, decision.text, draft.channel)
     if decision.decision is Decision.RETRY:
         attempts = [a for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] != draft.attempt]
@@ -247,6 +253,6 @@ async def process_draft(
     elif draft.attempt > 1 and draft.draft_id in deps.pending:
         del deps.pending[draft.draft_id]
     if flush:
-        deliveries.extend(await deps.flush_tables((draft.agent_id, draft.draft_id)))
+        deliveries.extend(await deps.flush_tables((draft.agent_id, draft.draft_id), send))
     deps.stats.record(result, decision.outcome.value, draft.attempt, latency_ms)
     return deliveries

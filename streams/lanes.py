@@ -20,6 +20,7 @@ from faust.streams import _current_event
 from engine.errors import PayloadError
 from streams.dispatch import KeyedDispatcher
 from streams.gate import process_draft, remember_commit
+from streams.output import OutputBatch
 from streams.payloads import Draft, EvaluationRequest, Message, decode, encode
 from streams.tables import table_partition
 from streams.topics import Topics
@@ -42,61 +43,71 @@ def keyed(record: Any, model: type[Keyed]) -> Keyed:
     return payload
 
 
-def gate_lane(rt: Runtime) -> FastLane:
+class GateLane:
     """Drafts: decode, dead-letter bad input, decide per agent in order, ack after the records are delivered.
 
     A draft that needs no judge call (gate off, or similarity only) for an agent with nothing queued is decided
-    inline, with no task, and its batch shares one changelog flush and one wait; every other draft goes to its
-    agent's queue in the :class:`KeyedDispatcher`, so a slow judge call never holds up other agents.
+    inline, with no task: the batch's records go out as whole Kafka batches (:class:`OutputBatch`) with one
+    changelog record per key, and one countdown acks them all. Every other draft goes to its agent's queue in
+    the :class:`KeyedDispatcher`, so a slow judge call never holds up other agents.
     """
 
-    def ack(message: Any) -> None:
-        rt.app.consumer.ack(message)
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.dispatcher: KeyedDispatcher[Item] = KeyedDispatcher(self._handle)
 
-    async def judge(item: Item, flush: bool = True) -> list[asyncio.Future[Any]] | None:
-        """The draft's delivery futures; None when it failed and was dead-lettered (and acked)."""
+    def ack(self, message: Any) -> None:
+        self.rt.app.consumer.ack(message)
+
+    async def _judge(self, item: Item, batch: OutputBatch | None = None) -> list[asyncio.Future[Any]] | None:
+        """The draft's delivery futures; None when it failed and was dead-lettered (and acked). In a ``batch``,
+        its records and table writes wait for the batch's flush."""
         message, draft, received = item
         table_partition.set(message.partition)  # table writes belong to the draft's partition
         try:
-            return await process_draft(rt.deps, draft, received, flush=flush)
+            if batch is None:
+                return await process_draft(self.rt.deps, draft, received)
+            return await process_draft(self.rt.deps, draft, received, flush=False, send=batch.send)
         except Exception as exc:
             log.exception("draft %s failed", draft.draft_id)
-            await rt.dead_letter(message, f"internal error while judging: {exc}")
-            ack(message)
+            await self.rt.dead_letter(message, f"internal error while judging: {exc}")
+            self.ack(message)
             return None
 
-    async def handle(item: Item) -> None:
-        deliveries = await judge(item)
+    async def _handle(self, item: Item) -> None:
+        deliveries = await self._judge(item)
         if deliveries is not None:
-            ack_when_delivered(ack, [item[0]], deliveries)
+            ack_when_delivered(self.ack, [item[0]], deliveries)
 
-    dispatcher: KeyedDispatcher[Item] = KeyedDispatcher(handle)
-    configs = rt.deps.configs
+    async def _decode(self, message: Any) -> Draft | None:
+        try:
+            return keyed(message, Draft)
+        except PayloadError as exc:
+            await self.rt.dead_letter(message, str(exc))
+            self.ack(message)
+            return None
 
-    async def lane(messages: list[Any]) -> None:
+    async def __call__(self, messages: list[Any]) -> None:
         received = time.monotonic()
         inline: list[Any] = []
-        deliveries: list[asyncio.Future[Any]] = []
+        deliveries: set[asyncio.Future[Any]] = set()  # one future per Kafka batch, shared by its records
         written: set[str] = set()
+        batch = self.rt.output.batch()
+        configs = self.rt.deps.configs
         for message in messages:
-            try:
-                draft = keyed(message, Draft)
-            except PayloadError as exc:
-                await rt.dead_letter(message, str(exc))
-                ack(message)
+            if (draft := await self._decode(message)) is None:
                 continue
             item = (message, draft, received)
-            if dispatcher.busy(draft.agent_id) or configs.get(draft.agent_id, draft.agent_name).needs_judge:
-                await dispatcher.submit(draft.agent_id, item)
-            elif (sent := await judge(item, flush=False)) is not None:
+            if self.dispatcher.busy(draft.agent_id) or configs.get(draft.agent_id, draft.agent_name).needs_judge:
+                await self.dispatcher.submit(draft.agent_id, item)
+            elif (sent := await self._judge(item, batch)) is not None:
                 inline.append(message)
-                deliveries.extend(sent)
+                deliveries.update(sent)
                 written.update((draft.agent_id, draft.draft_id))
         if inline:
-            deliveries.extend(await rt.deps.flush_tables(written))
-            ack_when_delivered(ack, inline, deliveries)
-
-    return lane
+            deliveries.update(await self.rt.deps.flush_tables(written, batch.send))
+            await batch.flush()
+            ack_when_delivered(self.ack, inline, list(deliveries))
 
 
 def ack_when_delivered(ack: Callable[[Any], Any], messages: list[Any], deliveries: list[asyncio.Future[Any]]) -> None:

@@ -68,8 +68,8 @@ class DirectTable(MutableMapping[str, Any]):
         self._store.pop(key, None)
         self._mark(key)
 
-    async def flush(self, keys: Iterable[str] | None = None) -> list[asyncio.Future[Any]]:
-        """Send the changelog records of the dirty ``keys`` (all dirty keys by default).
+    async def flush(self, keys: Iterable[str] | None = None, send: Send | None = None) -> list[asyncio.Future[Any]]:
+        """Send the changelog records of the dirty ``keys`` (all dirty keys by default), with ``send`` if given.
 
         Returns the delivery futures of those keys' latest records, including records another flush sent
         and the broker has not confirmed yet: a caller acks its event only once its writes are durable.
@@ -80,8 +80,8 @@ class DirectTable(MutableMapping[str, Any]):
             partition = self._dirty.pop(key, None)
             if partition is not None:
                 value = self._store.get(key)
-                future = await self._send(self.topic, orjson.dumps(key), None if value is None else orjson.dumps(value),
-                                          partition)  # fmt: skip
+                record = None if value is None else orjson.dumps(value)
+                future = await (send or self._send)(self.topic, orjson.dumps(key), record, partition)
                 self._in_flight[key] = future
                 future.add_done_callback(functools.partial(self._settled, key))
             if (in_flight := self._in_flight.get(key)) is not None:

@@ -24,10 +24,11 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
     "passthrough_msgs_per_s": ("raw aiokafka consume → produce (the ceiling)", "—", None),
     "faust_floor_drafts_per_s": ("a Faust agent that only acks and sends three records per draft", "—", None),
     "gate_algorithmic_drafts_per_s": (
-        "gate, similarity for 200 agents, sinks in their own process",
+        "gate worker, similarity for 200 agents, 3 output records + changelog per draft",
         "≥ 0.06 × passthrough",
         lambda r: r["gate_algorithmic_drafts_per_s"] >= 0.06 * r["passthrough_msgs_per_s"],
     ),
+    "gate_algorithmic_sinks_process_drafts_per_s": ("the same, a `drift sinks` process beside it", "—", None),
     "gate_algorithmic_inprocess_sinks_drafts_per_s": ("the same, sinks inside the worker", "—", None),
     "gate_vs_passthrough": ("ratio of the two", "≥ 0.06", lambda r: r["gate_vs_passthrough"] >= 0.06),
     "judge_latency_ms": ("one judge call, real SDK, server answers after 200 ms", "—", None),

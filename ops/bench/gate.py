@@ -131,13 +131,21 @@ def _worker(
     return WorkerProcess.for_prefix(environ, log, "--prefix", settings.topic_prefix, "--judge", judge, *extra)
 
 
-async def gate_algorithmic(stack: EmbeddedStack, n: int = 30_000, *, separate_sinks: bool = True) -> dict[str, float]:
+SINK_LAYOUTS = {
+    "none": ("alg.", "gate_algorithmic_drafts_per_s"),
+    "process": ("alg-sp.", "gate_algorithmic_sinks_process_drafts_per_s"),
+    "inprocess": ("alg-in.", "gate_algorithmic_inprocess_sinks_drafts_per_s"),
+}
+
+
+async def gate_algorithmic(stack: EmbeddedStack, n: int = 30_000, *, sinks: str = "none") -> dict[str, float]:
     """Drafts are queued first, then a worker starts: throughput is measured from first to last verdict.
 
-    With ``separate_sinks`` the worker runs ``--no-sinks`` beside a ``drift sinks`` process (the production
-    layout: the gate keeps its core); otherwise the sinks share the worker's process.
+    ``sinks`` places the Postgres sinks: ``none`` measures the gate worker alone (``--no-sinks``; the sinks are
+    measured by ``sink_rows_per_s``), ``process`` runs a ``drift sinks`` process beside it (the production
+    layout on one machine: both share its two cores), ``inprocess`` runs them inside the worker.
     """
-    prefix = "alg." if separate_sinks else "alg-in."
+    prefix, key = SINK_LAYOUTS[sinks]
     settings = Settings(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix=prefix)
     agents = [f"agent-{i}" for i in range(AGENTS)]
     await create_topics(settings)
@@ -148,22 +156,21 @@ async def gate_algorithmic(stack: EmbeddedStack, n: int = 30_000, *, separate_si
         for i in range(n)
     ]  # fmt: skip
     await _produce(settings.broker, settings.topic("drafts"), drafts)
-    sinks = _sinks(stack, settings) if separate_sinks else None
+    beside = _sinks(stack, settings) if sinks == "process" else None
     started = time.monotonic()
-    worker = _worker(stack, settings, "offline", extra=("--no-sinks",) if separate_sinks else ()).start(timeout_s=60)
+    worker = _worker(stack, settings, "offline", extra=() if sinks == "inprocess" else ("--no-sinks",))
+    worker.start(timeout_s=60)
     ready_s = time.monotonic() - started
     try:
         arrivals = await _consume_count(settings.broker, settings.topic("verdicts"), n, timeout_s=300)
     finally:
         worker.stop()
-        if sinks is not None:
-            sinks.stop()
+        if beside is not None:
+            beside.stop()
     if len(arrivals) < n:
         raise RuntimeError(f"only {len(arrivals)} of {n} verdicts arrived")
     rate = n / (arrivals[-1] - arrivals[0])
-    if not separate_sinks:
-        return {"gate_algorithmic_inprocess_sinks_drafts_per_s": rate}
-    return {"gate_algorithmic_drafts_per_s": rate, "worker_ready_s": ready_s}
+    return {key: rate, "worker_ready_s": ready_s} if sinks == "none" else {key: rate}
 
 
 async def faust_floor(stack: EmbeddedStack, n: int = 30_000) -> float:
@@ -289,8 +296,8 @@ async def run_async(stack: EmbeddedStack) -> dict[str, float]:
     results: dict[str, float] = {}
     results["passthrough_msgs_per_s"] = await passthrough(stack.broker.bootstrap)
     results["faust_floor_drafts_per_s"] = await faust_floor(stack)
-    results.update(await gate_algorithmic(stack))
-    results.update(await gate_algorithmic(stack, separate_sinks=False))
+    for layout in SINK_LAYOUTS:
+        results.update(await gate_algorithmic(stack, sinks=layout))
     results["gate_vs_passthrough"] = results["gate_algorithmic_drafts_per_s"] / results["passthrough_msgs_per_s"]
     results["sink_rows_per_s"] = await sink_rows(stack)
     port = free_port()

@@ -86,7 +86,7 @@ async def test_a_redelivered_draft_is_not_compared_with_its_own_commit() -> None
     from streams.configs import ConfigCache
     from streams.gate import GateDeps, judge_attempt
 
-    async def send(topic: str, key: bytes, value: bytes) -> asyncio.Future[object]:
+    async def send(topic: str, key: bytes, value: bytes | None, partition: int | None = None) -> asyncio.Future[object]:
         raise AssertionError("judge_attempt sends nothing")
 
     own = {"id": "d-1", "text": "Hello there", "channel": "#general"}

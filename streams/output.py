@@ -1,0 +1,126 @@
+"""The worker's output producer: single records, or a lane batch's records gathered into whole Kafka batches.
+
+A record sent on its own costs aiokafka a partitioner call (pure-Python murmur2), a metadata check and a trip
+through the accumulator; a busy gate sends four per draft. :class:`OutputBatch` appends a lane batch's records
+to one :meth:`~aiokafka.AIOKafkaProducer.create_batch` builder per topic partition and submits each builder
+once with :meth:`~aiokafka.AIOKafkaProducer.send_batch`. Partitions are chosen exactly as the producer would
+(its default partitioner, murmur2 of the key), so a key lands on the same partition on either path and per-key
+order holds: a batch is flushed before the next lane batch starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.partitioner import DefaultPartitioner
+
+from engine.settings import Settings
+from streams.kafka import client_kwargs, start_with_retry
+
+LINGER_MS = 5
+MAX_BATCH_BYTES = 256 * 1024
+
+
+class Output:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._producer: AIOKafkaProducer | None = None
+        self._lock = asyncio.Lock()
+        self._partitioner = DefaultPartitioner()
+        self._partitions: dict[tuple[str, bytes], tuple[int, int]] = {}  # (topic, key) -> (count, partition)
+
+    async def producer(self) -> AIOKafkaProducer:
+        if self._producer is not None:
+            return self._producer
+        async with self._lock:
+            if self._producer is None:
+                producer = AIOKafkaProducer(**client_kwargs(self.settings), linger_ms=LINGER_MS,
+                                            max_batch_size=MAX_BATCH_BYTES, acks=1)  # fmt: skip
+                await start_with_retry(producer, self.settings.broker, 30.0)
+                self._producer = producer
+            return self._producer
+
+    async def send(self, topic: str, key: bytes, value: bytes | None, partition: int | None = None) -> Any:
+        """Queue one record; the returned future resolves when the broker has it."""
+        producer = await self.producer()
+        if partition is None:
+            partition = await self.partition(topic, key)
+        return await producer.send(topic, value, key=key, partition=partition)
+
+    async def partition(self, topic: str, key: bytes) -> int:
+        """The partition the producer's default partitioner picks for ``key`` (memoised per partition count)."""
+        producer = await self.producer()
+        available = producer.client.cluster.partitions_for_topic(topic) or await producer.partitions_for(topic)
+        cached = self._partitions.get((topic, key))
+        if cached is not None and cached[0] == len(available):
+            return cached[1]
+        chosen: int = self._partitioner(key, sorted(available), None)
+        self._partitions[(topic, key)] = (len(available), chosen)
+        return chosen
+
+    def batch(self) -> OutputBatch:
+        return OutputBatch(self)
+
+    async def close(self) -> None:
+        if self._producer is not None:
+            await self._producer.flush()
+            await self._producer.stop()
+
+
+class OutputBatch:
+    """Records gathered per topic partition until :meth:`flush`; :meth:`send` has :meth:`Output.send`'s
+    signature and returns a future that resolves when the record's whole batch is delivered."""
+
+    def __init__(self, output: Output) -> None:
+        self._output = output
+        self._open: dict[tuple[str, int], _Open] = {}
+
+    async def send(self, topic: str, key: bytes, value: bytes | None, partition: int | None = None) -> Any:
+        producer = await self._output.producer()
+        if partition is None:
+            partition = await self._output.partition(topic, key)
+        where = (topic, partition)
+        if where not in self._open:
+            self._open[where] = _Open(producer.create_batch(), asyncio.get_running_loop().create_future())
+        batch = self._open[where]
+        if batch.builder.append(key=key, value=value, timestamp=None) is not None:
+            batch.records += 1
+            return batch.delivered
+        if not batch.records:  # too large for a batch of its own: send it alone
+            del self._open[where]
+            return await self._output.send(topic, key, value, partition)
+        await self._ship(where)  # full: submit it, then start the next one
+        return await self.send(topic, key, value, partition)
+
+    async def flush(self) -> None:
+        """Submit every open batch (their futures resolve on delivery)."""
+        for where in list(self._open):
+            await self._ship(where)
+
+    async def _ship(self, where: tuple[str, int]) -> None:
+        batch = self._open.pop(where)
+        producer = await self._output.producer()
+        sent = await producer.send_batch(batch.builder, where[0], partition=where[1])
+        sent.add_done_callback(functools.partial(_copy, target=batch.delivered))
+
+
+@dataclass
+class _Open:
+    builder: Any
+    delivered: asyncio.Future[Any]
+    records: int = 0
+
+
+def _copy(done: asyncio.Future[Any], target: asyncio.Future[Any]) -> None:
+    if target.done():
+        return
+    if done.cancelled():
+        target.cancel()
+    elif (error := done.exception()) is not None:
+        target.set_exception(error)
+    else:
+        target.set_result(done.result())
