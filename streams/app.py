@@ -24,7 +24,7 @@ from engine.settings import Settings
 from streams.configs import ConfigCache
 from streams.evaluations import install_evaluations
 from streams.gate import GateDeps
-from streams.lanes import GateLane, state_lane
+from streams.lanes import COUNT_FLUSH_S, GateLane, StateLane
 from streams.output import Output
 from streams.payloads import AgentConfigChange, DeadLetter, Draft, Message, decode, encode
 from streams.sinks import run_sinks
@@ -167,7 +167,13 @@ def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
     topics = Topics(rt.settings.topic_prefix)
     for topic in (topics.drafts, topics.messages):
         app.topics.add(raw_topic(app, topic))  # subscribed by Faust's group, co-partitioned with the tables
-    app.fast_lanes = {topics.drafts: GateLane(rt), topics.messages: state_lane(app, rt, partitions)}
+    state = StateLane(app, rt, partitions)
+    app.fast_lanes = {topics.drafts: GateLane(rt), topics.messages: state}
+
+    @app.timer(COUNT_FLUSH_S)  # type: ignore[untyped-decorator]
+    async def flush_counts() -> None:
+        if state.due():
+            await state.flush_counts()
 
     @app.agent(raw_topic(app, topics.agent_config), name="agent-config")
     async def agent_config(stream: Any) -> None:

@@ -24,7 +24,6 @@ from streams.output import OutputBatch
 from streams.payloads import Draft, EvaluationRequest, Message, decode, encode
 from streams.tables import table_partition
 from streams.topics import Topics
-from streams.transport import FastLane
 
 if TYPE_CHECKING:
     from streams.app import DriftApp, Runtime
@@ -132,30 +131,58 @@ def ack_when_delivered(ack: Callable[[Any], Any], messages: list[Any], deliverie
             ack(message)
 
 
-def state_lane(app: DriftApp, rt: Runtime, partitions: int) -> FastLane:
+COUNT_FLUSH_S = 0.2
+
+
+class StateLane:
     """Committed messages: external actions enter the recent-messages table; actions are counted per agent in a
-    windowed table, and crossing the threshold requests an offline evaluation."""
-    settings = rt.settings
-    window = timedelta(seconds=settings.eval_window_s)
-    counts = app.Table("message-counts", default=int, partitions=partitions).tumbling(window, expires=window * 2)
+    windowed Faust table, and crossing the threshold requests an offline evaluation.
 
-    async def count(record: Any, added: int, last: Message) -> None:
-        event = Event(app, record.key, record.value, record.headers, record)
+    Counts are added to the table at most every :data:`COUNT_FLUSH_S` (one write per agent instead of one per
+    batch: a windowed write is costly in Faust), and the messages are acked only after their counts are in:
+    an evaluation request may come up to that much later, never lost.
+    """
+
+    def __init__(self, app: DriftApp, rt: Runtime, partitions: int) -> None:
+        self.app, self.rt = app, rt
+        window = timedelta(seconds=rt.settings.eval_window_s)
+        self.counts = app.Table("message-counts", default=int, partitions=partitions).tumbling(
+            window, expires=window * 2
+        )
+        self._added: dict[str, tuple[Any, int, Message]] = {}  # agent -> (last record, actions, last message)
+        self._unacked: list[Any] = []
+        self._flushed_at = time.monotonic()
+
+    async def __call__(self, messages: list[Any]) -> None:
+        for agent_id, (record, added, last) in (await _absorb(self.rt, messages)).items():
+            _, before, _ = self._added.get(agent_id, (None, 0, None))
+            self._added[agent_id] = (record, before + added, last)
+        await asyncio.gather(*await self.rt.deps.flush_tables())  # external actions entered the recent table
+        self._unacked.extend(messages)
+        if self.due():
+            await self.flush_counts()
+
+    def due(self) -> bool:
+        """Messages are waiting and the last flush is at least :data:`COUNT_FLUSH_S` old."""
+        return bool(self._unacked) and time.monotonic() - self._flushed_at >= COUNT_FLUSH_S
+
+    async def flush_counts(self) -> None:
+        """Add the counted actions to the windowed table, request evaluations, ack the messages."""
+        added, self._added = self._added, {}
+        unacked, self._unacked = self._unacked, []
+        self._flushed_at = time.monotonic()
+        for record, count, last in added.values():
+            await self._count(record, count, last)
+        for message in unacked:
+            self.rt.app.consumer.ack(message)
+
+    async def _count(self, record: Any, added: int, last: Message) -> None:
+        event = Event(self.app, record.key, record.value, record.headers, record)
         _current_event.set(weakref.ref(event))  # Faust's table writes follow this event's partition
-        before = counts[last.agent_id].current()
-        counts[last.agent_id] += added
-        if before < settings.eval_threshold <= before + added:
-            await request_evaluation(rt, last)
-
-    async def lane(messages: list[Any]) -> None:
-        per_agent = await _absorb(rt, messages)
-        await asyncio.gather(*await rt.deps.flush_tables())  # external actions entered the recent table
-        for record, added, last in per_agent.values():
-            await count(record, added, last)
-        for message in messages:
-            rt.app.consumer.ack(message)
-
-    return lane
+        before = self.counts[last.agent_id].current()
+        self.counts[last.agent_id] += added
+        if before < self.rt.settings.eval_threshold <= before + added:
+            await request_evaluation(self.rt, last)
 
 
 async def _absorb(rt: Runtime, records: list[Any]) -> dict[str, tuple[Any, int, Message]]:
