@@ -11,12 +11,14 @@ from engine.errors import PropositionFileError
 from engine.models import Dimension, Persona
 from engine.personas import load_persona
 from engine.propositions import PropositionSet, load_set, validate_tree
+from engine.propositions.loader import FileCache
 
 
 class PropositionLibrary:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._sets: dict[tuple[str | None, Dimension], PropositionSet] = {}
+        self._files: FileCache = {}  # each file parsed once (a dimension's default file serves every agent)
         self._personas: dict[str, Persona | None] = {}
 
     def validate(self) -> None:
@@ -29,7 +31,7 @@ class PropositionLibrary:
         key = (agent_id, dimension)
         cached = self._sets.get(key)
         if cached is None:
-            cached = load_set(self.directory, dimension, agent_id)
+            cached = load_set(self.directory, dimension, agent_id, cache=self._files)
             self._sets[key] = cached
         return cached
 

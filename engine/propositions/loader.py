@@ -142,15 +142,24 @@ def check_agent_id(agent_id: str, directory: Path) -> None:
         raise PropositionFileError([FileIssue(str(directory), 0, "agent_id", message)])
 
 
-def load_set(directory: Path, dimension: Dimension, agent_id: str | None) -> PropositionSet:
-    """The merged set for ``agent_id`` (None: the defaults only). No files at all -> an empty set."""
+FileCache = dict[tuple[Path, Dimension, str | None], tuple[LoadedFile | None, list[FileIssue]]]
+
+
+def load_set(
+    directory: Path, dimension: Dimension, agent_id: str | None, *, cache: FileCache | None = None
+) -> PropositionSet:
+    """The merged set for ``agent_id`` (None: the defaults only). No files at all -> an empty set.
+
+    ``cache`` keeps each file's parse for callers that load many sets (the default file of a dimension is
+    then parsed once, not once per agent)."""
     require_directory(directory)
     if agent_id is not None:
         check_agent_id(agent_id, directory)
-    default, issues = _read_if_exists(default_file(directory, dimension), dimension, None)
+    default, issues = _read_if_exists(default_file(directory, dimension), dimension, None, cache)
+    issues = list(issues)
     agent: LoadedFile | None = None
     if agent_id is not None:
-        agent, agent_issues = _read_if_exists(agent_file(directory, dimension, agent_id), dimension, agent_id)
+        agent, agent_issues = _read_if_exists(agent_file(directory, dimension, agent_id), dimension, agent_id, cache)
         issues.extend(agent_issues)
     if issues:
         raise PropositionFileError(issues)
@@ -158,11 +167,17 @@ def load_set(directory: Path, dimension: Dimension, agent_id: str | None) -> Pro
 
 
 def _read_if_exists(
-    path: Path, dimension: Dimension, agent_id: str | None
+    path: Path, dimension: Dimension, agent_id: str | None, cache: FileCache | None = None
 ) -> tuple[LoadedFile | None, list[FileIssue]]:
-    if not path.exists():
-        return None, []
-    return read_file(path, dimension, agent_id)
+    key = (path, dimension, agent_id)
+    if cache is not None and key in cache:
+        return cache[key]
+    found: tuple[LoadedFile | None, list[FileIssue]] = (
+        (None, []) if not path.exists() else read_file(path, dimension, agent_id)
+    )
+    if cache is not None:
+        cache[key] = found
+    return found
 
 
 def dimension_folders(directory: Path) -> list[tuple[Dimension, Path]]:

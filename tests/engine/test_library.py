@@ -92,6 +92,17 @@ def test_sets_are_loaded_once(make_tree: TreeFactory) -> None:
         PropositionLibrary(root).pset("michael", Dimension.ADHERENCE)
 
 
+def test_a_default_file_is_parsed_once_for_every_agent(make_tree: TreeFactory) -> None:
+    root = make_tree()
+    library = PropositionLibrary(root)
+    library.pset("michael", Dimension.ADHERENCE)
+    (root / "adherence" / "_default.yaml").write_text("not: [valid", encoding="utf-8")
+    jim = library.pset("jim", Dimension.ADHERENCE)  # a new agent, the default file already parsed
+    assert [p.id for p in jim.propositions] == ["adherence-in-character"] and jim.agent_id == "jim"
+    with pytest.raises(PropositionFileError):
+        PropositionLibrary(root).pset("jim", Dimension.ADHERENCE)
+
+
 def test_psets_maps_each_requested_dimension(make_tree: TreeFactory) -> None:
     library = PropositionLibrary(make_tree())
     dims = (Dimension.ADHERENCE, Dimension.CONSISTENCY)
