@@ -19,18 +19,30 @@ START, END = "<!-- results:start -->", "<!-- results:end -->"
 
 #: key -> (what it measures, target as text, check on the results or None)
 TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] = {
-    "check_jaccard_us": ("Jaccard vs last 5 messages, ~40 words (µs)", "≤ 20", lambda r: r["check_jaccard_us"] <= 20),
-    "check_repetition_us": ("3-gram repetition over last 5 (µs)", "≤ 20", lambda r: r["check_repetition_us"] <= 20),
-    "passthrough_msgs_per_s": ("raw aiokafka consume → produce (the ceiling)", "—", None),
+    "check_jaccard_us": (
+        "Jaccard vs last 5 messages, ~40 words (µs, best of 41 repeats)",
+        "≤ 20",
+        lambda r: r["check_jaccard_us"] <= 20,
+    ),
+    "check_repetition_us": (
+        "3-gram repetition over last 5 (µs, best of 41 repeats)",
+        "≤ 20",
+        lambda r: r["check_repetition_us"] <= 20,
+    ),
+    "passthrough_msgs_per_s": ("raw aiokafka consume → produce (the ceiling), median of 3 rounds", "—", None),
     "faust_floor_drafts_per_s": ("a Faust agent that only acks and sends three records per draft", "—", None),
     "gate_algorithmic_drafts_per_s": (
-        "gate worker, similarity for 200 agents, 3 output records + changelog per draft",
+        "gate worker, similarity for 200 agents, 3 output records + changelog per draft; median of 3 rounds",
         "≥ 0.06 × passthrough",
         lambda r: r["gate_algorithmic_drafts_per_s"] >= 0.06 * r["passthrough_msgs_per_s"],
     ),
     "gate_algorithmic_sinks_process_drafts_per_s": ("the same, a `drift sinks` process beside it", "—", None),
     "gate_algorithmic_inprocess_sinks_drafts_per_s": ("the same, sinks inside the worker", "—", None),
-    "gate_vs_passthrough": ("ratio of the two", "≥ 0.06", lambda r: r["gate_vs_passthrough"] >= 0.06),
+    "gate_vs_passthrough": (
+        "median of the 3 paired ratios (rounds alternate passthrough and gate)",
+        "≥ 0.06",
+        lambda r: r["gate_vs_passthrough"] >= 0.06,
+    ),
     "judge_latency_ms": ("one judge call, real SDK, server answers after 200 ms", "—", None),
     "llm_gate_p50_ms": (
         "verdict p50, 4 LLM dimensions in parallel, 200 agents",
