@@ -1,0 +1,124 @@
+"""The fast lane of the worker's Faust consumer (streams.transport.drain_once), against a stand-in consumer."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from streams import transport
+from streams.transport import drain_once
+
+
+class TP(NamedTuple):
+    topic: str
+    partition: int
+
+
+@dataclass(eq=False)
+class FakeMessage:
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass
+class FakeApp:
+    consumer_generation_id: int = 1
+    topics: Any = None
+
+    def __post_init__(self) -> None:
+        class Conductor:
+            @staticmethod
+            def acks_enabled_for(topic: str) -> bool:
+                return True
+
+        self.topics = Conductor()
+
+
+@dataclass
+class FakeConsumer:
+    """What drain_once uses of Faust's consumer: one fetch, offsets, tracking, the usual callback."""
+
+    fetched: list[FakeMessage]
+    app: FakeApp = field(default_factory=FakeApp)
+    flow_active: bool = True
+    suspend_flow: asyncio.Event = field(default_factory=asyncio.Event)
+    _read_offset: dict[TP, int | None] = field(default_factory=dict)
+    _unacked_messages: set[FakeMessage] = field(default_factory=set)
+    gaps: list[tuple[TP, int, int]] = field(default_factory=list)
+    routed: list[FakeMessage] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._read_offset = _DefaultNone(self._read_offset)
+
+    async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, FakeMessage]]:
+        for message in self.fetched:
+            yield TP(message.topic, message.partition), message
+
+    def track_message(self, message: FakeMessage) -> None:
+        self._unacked_messages.add(message)
+
+    async def _add_gap(self, tp: TP, start: int, end: int) -> None:
+        self.gaps.append((tp, start, end))
+
+    async def callback(self, message: FakeMessage) -> None:
+        self.routed.append(message)
+
+    async def wait_first(self, *awaitables: Any) -> None:
+        await awaitables[0]
+        for other in awaitables[1:]:
+            if asyncio.iscoroutine(other):
+                other.close()
+
+
+class _DefaultNone(dict[TP, int | None]):
+    def __missing__(self, key: TP) -> None:
+        return None
+
+
+def messages(topic: str, offsets: range, partition: int = 0) -> list[FakeMessage]:
+    return [FakeMessage(topic, partition, n) for n in offsets]
+
+
+class Lane:
+    def __init__(self, consumer: FakeConsumer | None = None, *, rebalance_after: int | None = None) -> None:
+        self.batches: list[list[int]] = []
+        self.consumer, self.rebalance_after = consumer, rebalance_after
+
+    async def __call__(self, batch: list[Any]) -> None:
+        self.batches.append([m.offset for m in batch])
+        if self.consumer is not None and len(self.batches) == self.rebalance_after:
+            self.consumer.app.consumer_generation_id += 1
+
+
+async def test_lane_records_are_tracked_and_handed_over_in_batches_others_take_faust_route(
+    monkeypatch: Any,
+) -> None:
+    monkeypatch.setattr(transport, "LANE_BATCH", 4)
+    consumer = FakeConsumer(messages("drafts", range(10)) + messages("steps", range(2)))
+    lane = Lane()
+    await drain_once(consumer, {"drafts": lane})
+    assert lane.batches == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert [m.offset for m in consumer.routed] == [0, 1] and all(m.topic == "steps" for m in consumer.routed)
+    assert {m.offset for m in consumer._unacked_messages} == set(range(10))  # the lane acks them, not Faust
+    assert consumer._read_offset[TP("drafts", 0)] == 9
+
+
+async def test_records_before_the_read_offset_are_skipped_and_gaps_recorded() -> None:
+    consumer = FakeConsumer(messages("drafts", range(3, 6)) + messages("drafts", range(9, 10)))
+    consumer._read_offset[TP("drafts", 0)] = 4
+    lane = Lane()
+    await drain_once(consumer, {"drafts": lane})
+    assert lane.batches == [[4, 5, 9]]
+    assert consumer.gaps == [(TP("drafts", 0), 6, 9)]  # offsets 6-8 never come: commits may pass them
+
+
+async def test_a_batch_fetched_before_a_rebalance_is_released_not_handled(monkeypatch: Any) -> None:
+    monkeypatch.setattr(transport, "LANE_BATCH", 2)
+    consumer = FakeConsumer(messages("drafts", range(6)))
+    lane = Lane(consumer, rebalance_after=1)
+    await drain_once(consumer, {"drafts": lane})
+    assert lane.batches == [[0, 1]]
+    assert {m.offset for m in consumer._unacked_messages} == {0, 1}  # the rest will be fetched again
