@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
@@ -42,6 +42,14 @@ from streams.stats import GateStats
 from streams.topics import Topics
 
 RECENT_KEPT = 10
+
+
+class OutTopics(NamedTuple):
+    """The gate's output topic names, resolved once (the hot path uses them for every draft)."""
+
+    verdicts: str
+    correction_logs: str
+    messages: str
 
 
 class Sender(Protocol):
@@ -79,6 +87,10 @@ class GateDeps:
     @functools.cached_property
     def topics(self) -> Topics:
         return Topics(self.settings.topic_prefix)
+
+    @functools.cached_property
+    def out_topics(self) -> OutTopics:
+        return OutTopics(self.topics.verdicts, self.topics.correction_logs, self.topics.messages)
 
     def tokenized(self, text: str) -> TokenizedMessage:
         """Token cache for recent messages: each committed text is tokenised once."""
@@ -120,9 +132,12 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
     if not gate_active(config):
         result = AttemptResult(attempt=draft.attempt, text=draft.text)
         return result, GateDecision(Decision.COMMIT, Outcome.PASSED, draft.text, draft.attempt)
-    # a redelivered draft whose commit was already recorded must not be compared with itself
-    recent = [r for r in deps.recent.get(draft.agent_id) or [] if r.get("id") != draft.draft_id]
     dims = config.enabled_gate_dimensions()
+    history = deps.recent.get(draft.agent_id) or []
+    if not dims:  # only the similarity window is needed (one more, in case the draft's own entry is there)
+        history = history[-RECENT_FOR_SIMILARITY - 1 :]
+    # a redelivered draft whose commit was already recorded must not be compared with itself
+    recent = [r for r in history if r.get("id") != draft.draft_id]
     similar = config.gate_similarity_enabled
     result = await run_checks(
         deps.judge,
@@ -237,7 +252,7 @@ async def process_draft(
     latency_ms = (time.monotonic() - received) * 1000.0
     verdict = build_verdict(draft, result, decision, latency_ms, deps.judge.name)
     key = draft.agent_id.encode()
-    topics, now = deps.topics, utcnow_iso()
+    topics, now = deps.out_topics, utcnow_iso()
     deliveries = [
         await send(topics.verdicts, key, orjson.dumps(verdict)),
         await send(topics.correction_logs, key, orjson.dumps(build_log(draft, result, verdict, now))),

@@ -53,11 +53,23 @@ class Output:
 
     async def partition(self, topic: str, key: bytes) -> int:
         """The partition the producer's default partitioner picks for ``key`` (memoised per partition count)."""
+        known = self.known_partition(topic, key)
+        if known is not None:
+            return known
         producer = await self.producer()
-        available = producer.client.cluster.partitions_for_topic(topic) or await producer.partitions_for(topic)
+        return self._choose(topic, key, await producer.partitions_for(topic))
+
+    def known_partition(self, topic: str, key: bytes) -> int | None:
+        """:meth:`partition` without waiting: None until the producer has the topic's metadata."""
+        available = None if self._producer is None else self._producer.client.cluster.partitions_for_topic(topic)
+        if not available:
+            return None
         cached = self._partitions.get((topic, key))
         if cached is not None and cached[0] == len(available):
             return cached[1]
+        return self._choose(topic, key, available)
+
+    def _choose(self, topic: str, key: bytes, available: set[int]) -> int:
         chosen: int = self._partitioner(key, sorted(available), None)
         self._partitions[(topic, key)] = (len(available), chosen)
         return chosen
@@ -80,13 +92,15 @@ class OutputBatch:
         self._open: dict[tuple[str, int], _Open] = {}
 
     async def send(self, topic: str, key: bytes, value: bytes | None, partition: int | None = None) -> Any:
-        producer = await self._output.producer()
         if partition is None:
-            partition = await self._output.partition(topic, key)
+            partition = self._output.known_partition(topic, key)
+            if partition is None:
+                partition = await self._output.partition(topic, key)
         where = (topic, partition)
-        if where not in self._open:
-            self._open[where] = _Open(producer.create_batch(), asyncio.get_running_loop().create_future())
-        batch = self._open[where]
+        batch = self._open.get(where)
+        if batch is None:
+            producer = await self._output.producer()
+            batch = self._open[where] = _Open(producer.create_batch(), asyncio.get_running_loop().create_future())
         if batch.builder.append(key=key, value=value, timestamp=None) is not None:
             batch.records += 1
             return batch.delivered

@@ -50,8 +50,9 @@ class GateStats:
         if result.similarity is not None:
             self.similarity_checks += 1
             self.similarity_failures += not result.similarity.passed
-        self.judge_calls += result.judge_calls
-        self.usage = self.usage + result.usage
+        if result.checks:  # an algorithmic-only attempt used no judge and no tokens
+            self.judge_calls += result.judge_calls
+            self.usage = self.usage + result.usage
         self.latencies_ms.append(latency_ms)
 
     def snapshot(self) -> dict[str, Any]:
