@@ -103,10 +103,16 @@ class GateLane:
                 inline.append(message)
                 deliveries.update(sent)
                 written.update((draft.agent_id, draft.draft_id))
-        if inline:
+        if not inline:
+            return
+        try:
             deliveries.update(await self.rt.deps.flush_tables(written, batch.send))
             await batch.flush()
-            ack_when_delivered(self.ack, inline, list(deliveries))
+        except Exception:  # the broker refused or timed out: nothing is acked, nothing is lost
+            log.exception("the records of %d draft(s) were not sent; they stay unacked and come back after a "
+                          "restart or rebalance", len(inline))  # fmt: skip
+            return
+        ack_when_delivered(self.ack, inline, list(deliveries))
 
 
 def ack_when_delivered(ack: Callable[[Any], Any], messages: list[Any], deliveries: list[asyncio.Future[Any]]) -> None:
@@ -154,10 +160,15 @@ class StateLane:
         self._flushed_at = time.monotonic()
 
     async def __call__(self, messages: list[Any]) -> None:
-        for agent_id, (record, added, last) in (await _absorb(self.rt, messages)).items():
+        per_agent = await _absorb(self.rt, messages)
+        try:  # external actions entered the recent table: their changelog records first
+            await asyncio.gather(*await self.rt.deps.flush_tables())
+        except Exception:  # not counted, not acked: they come back after a restart or rebalance
+            log.exception("recent-messages changelog not written; %d message(s) stay unacked", len(messages))
+            return
+        for agent_id, (record, added, last) in per_agent.items():
             _, before, _ = self._added.get(agent_id, (None, 0, None))
             self._added[agent_id] = (record, before + added, last)
-        await asyncio.gather(*await self.rt.deps.flush_tables())  # external actions entered the recent table
         self._unacked.extend(messages)
         if self.due():
             await self.flush_counts()

@@ -1,0 +1,104 @@
+"""GateLane against a stand-in runtime: inline decisions, acks only after delivery, bad input, send failures."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import orjson
+import pytest
+
+from engine.judges.scripted import ScriptedJudge
+from engine.library import PropositionLibrary
+from engine.models import AgentConfig
+from engine.settings import BUNDLED_PROPOSITIONS, Settings
+from streams.configs import ConfigCache
+from streams.gate import GateDeps
+from streams.lanes import GateLane
+
+
+@dataclass(eq=False)
+class Record:
+    key: bytes
+    value: bytes
+    partition: int = 0
+    offset: int = 0
+    topic: str = "drafts"
+
+
+def draft(n: int, agent: str = "michael", text: str | None = None) -> Record:
+    body = {"draft_id": f"d{n}", "agent_id": agent, "text": text or f"message number {n} about paper"}
+    return Record(agent.encode(), orjson.dumps(body), offset=n)
+
+
+@dataclass
+class FakeBatch:
+    """Gathers records like OutputBatch; ``flush`` settles every future (or fails, when told to)."""
+
+    fail: bool = False
+    sent: list[tuple[str, bytes]] = field(default_factory=list)
+    futures: list[asyncio.Future[Any]] = field(default_factory=list)
+
+    async def send(self, topic: str, key: bytes, value: bytes | None, partition: int | None = None) -> Any:
+        self.sent.append((topic, key))
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.futures.append(future)
+        return future
+
+    async def flush(self) -> None:
+        if self.fail:
+            raise ConnectionError("broker went away")
+
+
+class FakeRuntime:
+    def __init__(self, *, fail: bool = False) -> None:
+        self.acked: list[Record] = []
+        self.dead: list[tuple[Record, str]] = []
+        self.batch = FakeBatch(fail=fail)
+        self.app = SimpleNamespace(consumer=SimpleNamespace(ack=self.acked.append))
+        self.output = SimpleNamespace(batch=lambda: self.batch)
+        configs = ConfigCache(None, default=AgentConfig(gate_similarity_enabled=True))
+        self.deps = GateDeps(Settings(), ScriptedJudge.from_rules({"default": 9}),
+                             PropositionLibrary(BUNDLED_PROPOSITIONS), configs, self.batch.send, {}, {})  # fmt: skip
+
+    async def dead_letter(self, record: Record, reason: str) -> None:
+        self.dead.append((record, reason))
+
+
+async def test_inline_drafts_are_acked_only_once_their_records_are_delivered() -> None:
+    rt = FakeRuntime()
+    lane = GateLane(rt)  # type: ignore[arg-type]
+    records = [draft(1), draft(2, "pam")]
+    await lane(records)
+    assert [topic for topic, _ in rt.batch.sent].count(rt.deps.topics.verdicts) == 2 and rt.acked == []
+    for future in rt.batch.futures[:-1]:
+        future.set_result(None)
+    await asyncio.sleep(0)
+    assert rt.acked == []  # one record still in flight holds the whole batch
+    rt.batch.futures[-1].set_result(None)
+    await asyncio.sleep(0)
+    assert rt.acked == records
+
+
+async def test_a_bad_draft_is_dead_lettered_and_acked_and_the_rest_goes_on() -> None:
+    rt = FakeRuntime()
+    bad = Record(b"jim", b'{"draft_id": "x", "agent_id": "dwight", "text": "hi"}', offset=7)
+    good = draft(8)
+    await GateLane(rt)(  # type: ignore[arg-type]
+        [bad, good]
+    )
+    assert rt.dead and rt.dead[0][0] is bad and "agent_id" in rt.dead[0][1]
+    assert rt.acked == [bad]
+    for future in rt.batch.futures:
+        future.set_result(None)
+    await asyncio.sleep(0)
+    assert rt.acked == [bad, good]
+
+
+async def test_a_failed_send_leaves_the_drafts_unacked(caplog: pytest.LogCaptureFixture) -> None:
+    rt = FakeRuntime(fail=True)
+    await GateLane(rt)([draft(1)])  # type: ignore[arg-type]
+    await asyncio.sleep(0)
+    assert rt.acked == [] and "stay unacked" in caplog.text
