@@ -122,3 +122,18 @@ async def test_a_batch_fetched_before_a_rebalance_is_released_not_handled(monkey
     await drain_once(consumer, {"drafts": lane})
     assert lane.batches == [[0, 1]]
     assert {m.offset for m in consumer._unacked_messages} == {0, 1}  # the rest will be fetched again
+
+
+async def test_the_faust_consumer_has_what_the_fast_lane_relies_on(tmp_path: Any) -> None:
+    """A contract check for upgrades: drain_once uses these internals of faust-streaming's consumer (the
+    dependency is pinned below the next minor version for this reason)."""
+    from engine.settings import Settings
+    from streams.app import faust_app
+
+    app = faust_app(Settings(data_dir=tmp_path, broker="127.0.0.1:1"), 3)
+    consumer = app.consumer
+    for name in ("getmany", "track_message", "_add_gap", "callback", "wait_first", "_drain_messages", "ack"):
+        assert callable(getattr(consumer, name)), name
+    for name in ("_read_offset", "_unacked_messages", "suspend_flow", "flow_active", "consumer_stopped_errors"):
+        assert hasattr(consumer, name), name
+    assert isinstance(app.consumer_generation_id, int) and callable(app.topics.acks_enabled_for)
