@@ -46,22 +46,9 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
                 await self._probe.stop()
             await super().on_thread_stop()
 
-    class Consumer(faust_aiokafka.Consumer):
+    class Consumer(FastLanes, faust_aiokafka.Consumer):
         def _new_consumer_thread(self) -> ConsumerThread:
             return ConsumerThread(self, loop=self.loop, beacon=self.beacon)
-
-        async def _drain_messages(self, fetcher: Any) -> None:
-            lanes: Mapping[str, FastLane] = getattr(self.app, "fast_lanes", None) or {}
-            if not lanes:
-                await super()._drain_messages(fetcher)
-                return
-            try:
-                while not (self._stopped.is_set() or fetcher._stopped.is_set()):
-                    await drain_once(self, lanes)
-                    await asyncio.sleep(0)
-            except (*self.consumer_stopped_errors, asyncio.CancelledError):  # type: ignore[misc]
-                if not self.transport.app.should_stop:
-                    raise
 
     class Transport(faust_aiokafka.Transport):
         pass
@@ -86,6 +73,24 @@ def credentials(settings: Settings) -> Any:
 
 FastLane = Callable[[list[Any]], Awaitable[None]]
 LANE_BATCH = 512
+
+
+class FastLanes:
+    """Mixin for Faust's consumer: its fetch loop, with the app's ``fast_lanes`` (topic -> batch handler)."""
+
+    async def _drain_messages(self, fetcher: Any) -> None:
+        consumer: Any = self
+        lanes: Mapping[str, FastLane] = getattr(consumer.app, "fast_lanes", None) or {}
+        if not lanes:
+            await super()._drain_messages(fetcher)  # type: ignore[misc]
+            return
+        try:
+            while not (consumer._stopped.is_set() or fetcher._stopped.is_set()):
+                await drain_once(consumer, lanes)
+                await asyncio.sleep(0)
+        except (*consumer.consumer_stopped_errors, asyncio.CancelledError):
+            if not consumer.transport.app.should_stop:
+                raise
 
 
 async def drain_once(consumer: Any, lanes: Mapping[str, FastLane]) -> None:
