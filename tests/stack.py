@@ -89,9 +89,9 @@ class Scenario:
             worker.stop()
 
 
-async def read_topic(settings: Settings, topic: str, count: int, timeout_s: float = 20.0) -> list[dict[str, Any]]:
-    """Read ``count`` JSON records of ``topic`` from the beginning (all partitions)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.broker, fetch_max_wait_ms=10, enable_auto_commit=False)
+async def read_records(broker: str, topic: str, count: int, timeout_s: float = 20.0) -> list[Any]:
+    """Read ``count`` records of ``topic`` from the beginning (all partitions), as aiokafka delivers them."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=broker, fetch_max_wait_ms=10, enable_auto_commit=False)
     await consumer.start()
     try:
         partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or set()]
@@ -100,15 +100,20 @@ async def read_topic(settings: Settings, topic: str, count: int, timeout_s: floa
             partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or set()]
         consumer.assign(partitions)
         await consumer.seek_to_beginning(*partitions)
-        records: list[dict[str, Any]] = []
+        records: list[Any] = []
         deadline = asyncio.get_running_loop().time() + timeout_s
         while len(records) < count and asyncio.get_running_loop().time() < deadline:
             batch = await consumer.getmany(timeout_ms=200)
             for messages in batch.values():
-                records.extend(orjson.loads(m.value) for m in messages)
+                records.extend(messages)
         return records
     finally:
         await consumer.stop()
+
+
+async def read_topic(settings: Settings, topic: str, count: int, timeout_s: float = 20.0) -> list[dict[str, Any]]:
+    """Read ``count`` JSON records of ``topic`` from the beginning (all partitions)."""
+    return [orjson.loads(r.value) for r in await read_records(settings.broker, topic, count, timeout_s)]
 
 
 async def eventually(check: Any, timeout_s: float = 15.0, interval_s: float = 0.2) -> Any:

@@ -5,31 +5,20 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer
 
 from streams import output as output_module
 from streams.output import Output
-from tests.stack import Scenario
+from tests.stack import Scenario, read_records
 
 pytestmark = pytest.mark.e2e
 
 
 async def records_by_partition(broker: str, topic: str, count: int) -> dict[int, list[tuple[bytes, bytes]]]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=broker, fetch_max_wait_ms=10, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        await consumer.topics()
-        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or set()]
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
-        found: dict[int, list[tuple[bytes, bytes]]] = {}
-        deadline = asyncio.get_running_loop().time() + 20
-        while sum(map(len, found.values())) < count and asyncio.get_running_loop().time() < deadline:
-            for tp, messages in (await consumer.getmany(timeout_ms=200)).items():
-                found.setdefault(tp.partition, []).extend((m.key, m.value) for m in messages)
-        return found
-    finally:
-        await consumer.stop()
+    found: dict[int, list[tuple[bytes, bytes]]] = {}
+    for record in await read_records(broker, topic, count):
+        found.setdefault(record.partition, []).append((record.key, record.value))
+    return found
 
 
 async def default_partitions(broker: str, topic: str, keys: list[bytes]) -> dict[bytes, int]:
