@@ -12,7 +12,7 @@ import base64
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import faust
 
@@ -24,9 +24,10 @@ from engine.settings import Settings
 from streams.configs import ConfigCache
 from streams.evaluations import install_evaluations
 from streams.gate import GateDeps
+from streams.history import record_key
 from streams.lanes import COUNT_FLUSH_S, GateLane, StateLane
 from streams.output import Output
-from streams.payloads import AgentConfigChange, DeadLetter, Draft, Message, decode, encode
+from streams.payloads import AgentConfigChange, DeadLetter, decode, encode
 from streams.sinks import run_sinks
 from streams.steps import install_steps
 from streams.store import Store
@@ -35,7 +36,6 @@ from streams.topics import Topics, app_id
 from streams.transport import FastLane, credentials, transport_class
 
 log = logging.getLogger(__name__)
-Keyed = TypeVar("Keyed", Draft, Message)
 
 
 class DriftApp(faust.App):
@@ -122,7 +122,7 @@ class Runtime:
             source_topic=message.topic,
             partition=message.partition,
             offset=message.offset,
-            key=raw_key.decode("utf-8", "replace") if isinstance(raw_key, bytes) else raw_key,
+            key=record_key(raw_key),
             error=reason,
             raw=base64.b64encode(message.value or b"").decode(),
         )

@@ -20,6 +20,7 @@ from faust.streams import _current_event
 from engine.errors import PayloadError
 from streams.dispatch import KeyedDispatcher
 from streams.gate import process_draft, remember_commit
+from streams.history import record_key
 from streams.output import OutputBatch
 from streams.payloads import Draft, EvaluationRequest, Message, decode, encode
 from streams.tables import table_partition
@@ -36,7 +37,7 @@ Item = tuple[Any, Draft, float]
 def keyed(record: Any, model: type[Keyed]) -> Keyed:
     """Decode ``record`` as ``model``; its key must be the payload's agent id (per-agent ordering)."""
     payload = decode(model, record.value)
-    key = record.key.decode("utf-8", "replace") if isinstance(record.key, bytes) else record.key
+    key = record_key(record.key)
     if key != payload.agent_id:
         raise PayloadError(f"record key {key!r} must equal agent_id {payload.agent_id!r}")
     return payload
