@@ -167,7 +167,7 @@ def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
     topics = Topics(rt.settings.topic_prefix)
     for topic in (topics.drafts, topics.messages):
         app.topics.add(raw_topic(app, topic))  # subscribed by Faust's group, co-partitioned with the tables
-    state = StateLane(app, rt, partitions)
+    state = StateLane(rt, partitions)
     app.fast_lanes = {topics.drafts: GateLane(rt), topics.messages: state}
 
     @app.timer(COUNT_FLUSH_S)  # type: ignore[untyped-decorator]

@@ -27,7 +27,7 @@ from streams.tables import table_partition
 from streams.topics import Topics
 
 if TYPE_CHECKING:
-    from streams.app import DriftApp, Runtime
+    from streams.app import Runtime
 
 log = logging.getLogger(__name__)
 Keyed = TypeVar("Keyed", Draft, Message)
@@ -150,10 +150,10 @@ class StateLane:
     an evaluation request may come up to that much later, never lost.
     """
 
-    def __init__(self, app: DriftApp, rt: Runtime, partitions: int) -> None:
-        self.app, self.rt = app, rt
+    def __init__(self, rt: Runtime, partitions: int) -> None:
+        self.rt = rt
         window = timedelta(seconds=rt.settings.eval_window_s)
-        self.counts = app.Table("message-counts", default=int, partitions=partitions).tumbling(
+        self.counts = rt.app.Table("message-counts", default=int, partitions=partitions).tumbling(
             window, expires=window * 2
         )
         self._added: dict[str, tuple[Any, int, Message]] = {}  # agent -> (last record, actions, last message)
@@ -189,7 +189,7 @@ class StateLane:
             self.rt.app.consumer.ack(message)
 
     async def _count(self, record: Any, added: int, last: Message) -> None:
-        event = Event(self.app, record.key, record.value, record.headers, record)
+        event = Event(self.rt.app, record.key, record.value, record.headers, record)
         _current_event.set(weakref.ref(event))  # Faust's table writes follow this event's partition
         before = self.counts[last.agent_id].current()
         self.counts[last.agent_id] += added
