@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import faust
 
@@ -36,6 +37,7 @@ from streams.topics import Topics, app_id
 from streams.transport import FastLane, credentials, transport_class
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class DriftApp(faust.App):
@@ -132,6 +134,22 @@ class Runtime:
 
 def raw_topic(app: DriftApp, name: str) -> Any:
     return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+
+
+async def decoded_events(
+    rt: Runtime, stream: Any, decode_record: Callable[[Any, Any], T]
+) -> AsyncIterator[tuple[Any, T, float]]:
+    """A Faust agent's events, not acked, as (event, decoded value, arrival time); a record that does not
+    decode is dead-lettered and acked here, and processing goes on."""
+    async for event in stream.noack().events():
+        received = time.monotonic()
+        try:
+            value = decode_record(event.key, event.value)
+        except PayloadError as exc:
+            await rt.dead_letter(event, str(exc))
+            event.ack()
+            continue
+        yield event, value, received
 
 
 def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple[DriftApp, Runtime]:

@@ -253,7 +253,7 @@ def install_evaluations(app: DriftApp, rt: Runtime) -> None:
 
 
 def _install_requests(app: DriftApp, rt: Runtime) -> None:
-    from streams.app import raw_topic
+    from streams.app import decoded_events, raw_topic
 
     topics = Topics(rt.settings.topic_prefix)
     judge = evaluation_judge(rt.deps.judge, rt.settings)
@@ -276,11 +276,5 @@ def _install_requests(app: DriftApp, rt: Runtime) -> None:
 
     @app.agent(raw_topic(app, topics.evaluation_requests), name="evaluations")
     async def evaluations(stream: Any) -> None:
-        async for event in stream.noack().events():
-            try:
-                request = decode_request(event.key, event.value)
-            except PayloadError as exc:
-                await rt.dead_letter(event, str(exc))
-                event.ack()
-                continue
+        async for event, request, _ in decoded_events(rt, stream, decode_request):
             await dispatcher.submit(request.agent_id, (event, request))

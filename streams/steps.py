@@ -164,7 +164,7 @@ def _handler(rt: Runtime, processor: StepProcessor) -> Callable[[tuple[Any, Step
 
 def install_steps(app: DriftApp, rt: Runtime) -> StepProcessor:
     """Add the history feed and the step agent to the gate ``app`` of runtime ``rt``; returns the processor."""
-    from streams.app import raw_topic  # streams.app imports this module
+    from streams.app import decoded_events, raw_topic  # streams.app imports this module
 
     settings, deps = rt.settings, rt.deps
     feed = HistoryFeed(settings, HistoryView())
@@ -174,14 +174,7 @@ def install_steps(app: DriftApp, rt: Runtime) -> StepProcessor:
 
     @app.agent(raw_topic(app, Topics(settings.topic_prefix).steps), name="steps")
     async def steps(stream: Any) -> None:
-        async for event in stream.noack().events():
-            received = time.monotonic()
-            try:
-                step = decode_step(event.key, event.value)
-            except PayloadError as exc:
-                await rt.dead_letter(event, str(exc))
-                event.ack()
-                continue
+        async for event, step, received in decoded_events(rt, stream, decode_step):
             await dispatcher.submit(step.run_id, (event, step, received))
 
     @app.task  # type: ignore[untyped-decorator]
