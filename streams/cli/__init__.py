@@ -33,6 +33,7 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("eval", "eval", "app"),
     ("demo", None, "app"),
     ("ops", None, "app"),
+    ("validate", None, "app"),
 )
 
 
