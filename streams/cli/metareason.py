@@ -251,7 +251,9 @@ def _print_table(result: FormatRun) -> None:
         f"{summary['answered']}/{summary['variants']} variants answered ({summary['target_errors']} target errors, "
         f"{summary['cached_answers']} cached, {summary['resumed']} resumed); {summary['inference']}"
     )
-    table = Table("oracle", "type", "k/n", "mean", "interval", "errors", "weakest value")
+    first = next(iter(summary["oracles"].values()))["interval"]
+    table = Table("oracle", "type", "k/n", "mean", f"{first['level']:.0%} interval ({first['method']})", "errors")
+    table.columns[0].no_wrap = True
     for name, entry in summary["oracles"].items():
         interval = entry["interval"]
         table.add_row(
@@ -259,11 +261,12 @@ def _print_table(result: FormatRun) -> None:
             entry["type"],
             f"{entry['k']}/{entry['n']}",
             f"{entry['mean']:.3f}",
-            f"[{interval['low']:.3f}, {interval['high']:.3f}] {interval['level']:.0%} {interval['method']}",
+            f"[{interval['low']:.3f}, {interval['high']:.3f}]",
             str(entry["errors"]),
-            _weakest(entry),
         )
     console.print(table)
+    for name, entry in summary["oracles"].items():
+        console.print(f"{name}: weakest {_weakest(entry)}", highlight=False)
     for name, entry in summary["oracles"].items():
         calibration = entry.get("calibration")
         if calibration:

@@ -80,8 +80,7 @@ def test_template_variables_must_be_axes_with_or_without_spaces(tmp_path: Path) 
 
 def test_a_template_that_does_not_parse(tmp_path: Path) -> None:
     assert _errors(tmp_path, GOOD.replace("{{topic}}", "{{topic")) == [
-        "2: prompt_template: template syntax error: expected token 'end of print statement', got 'at' "
-        "(template line 1)"
+        "2: prompt_template: template syntax error: expected token 'end of print statement', got 'at' (template line 1)"
     ]
 
 
@@ -108,7 +107,10 @@ def test_distribution_parameters(tmp_path: Path, old: str, new: str, expected: s
 
 
 def test_beta_and_uniform_parameters(tmp_path: Path) -> None:
-    beta = GOOD.replace("type: truncated_normal\n    mu: 0.5\n    sigma: 0.1\n    min: 0.0\n    max: 1.0", "type: beta\n    alpha: 0\n    beta: -1")
+    beta = GOOD.replace(
+        "type: truncated_normal\n    mu: 0.5\n    sigma: 0.1\n    min: 0.0\n    max: 1.0",
+        "type: beta\n    alpha: 0\n    beta: -1",
+    )
     assert _errors(tmp_path, beta) == [
         "13: schema.temperature.alpha: input should be greater than 0 (got 0)",
         "14: schema.temperature.beta: input should be greater than 0 (got -1)",
@@ -123,9 +125,7 @@ def test_beta_and_uniform_parameters(tmp_path: Path) -> None:
 
 def test_oracle_thresholds_lie_in_the_unit_interval(tmp_path: Path) -> None:
     text = GOOD + "  close:\n    type: embedding_similarity\n    canonical_answer: x\n    threshold: 1.5\n"
-    assert _errors(tmp_path, text) == [
-        "25: oracles.close.threshold: input should be less than or equal to 1 (got 1.5)"
-    ]
+    assert _errors(tmp_path, text) == ["25: oracles.close.threshold: input should be less than or equal to 1 (got 1.5)"]
 
 
 @pytest.mark.parametrize(("n", "ok"), [(99, False), (100, True), (10_000, True), (10_001, False)])
@@ -152,7 +152,7 @@ def test_optimization_criterion_is_for_latin_hypercube(tmp_path: Path) -> None:
 
 
 def test_at_least_one_oracle_and_calibration_needs_another(tmp_path: Path) -> None:
-    head = GOOD.split("oracles:")[0]
+    head = GOOD.split("oracles:", maxsplit=1)[0]
     assert _errors(tmp_path, head + "oracles: {}\n") == ["18: oracles: at least one oracle is required"]
     only = head + "oracles:\n  c:\n    type: statistical_calibration\n    expected_confidence: 0.9\n"
     assert _errors(tmp_path, only) == [

@@ -60,7 +60,9 @@ oracles:
 """
 
 
-def _family(tmp_path: Path, method: str = "latin_hypercube", criterion: str = "maximin", strata: str = "[]") -> m.PromptFamily:
+def _family(
+    tmp_path: Path, method: str = "latin_hypercube", criterion: str = "maximin", strata: str = "[]"
+) -> m.PromptFamily:
     path = tmp_path / f"{method}-{criterion}.yaml"
     line = f"optimization_criterion: {criterion}" if criterion else ""
     path.write_text(FAMILY.format(method=method, criterion=line, strata=strata))
@@ -76,7 +78,13 @@ DISTRIBUTIONS = {
 
 @pytest.mark.parametrize(
     ("method", "criterion"),
-    [("latin_hypercube", "maximin"), ("latin_hypercube", "correlation"), ("latin_hypercube", ""), ("random", ""), ("sobol", "")],
+    [
+        ("latin_hypercube", "maximin"),
+        ("latin_hypercube", "correlation"),
+        ("latin_hypercube", ""),
+        ("random", ""),
+        ("sobol", ""),
+    ],
 )
 def test_continuous_marginals_match_the_declared_distributions(tmp_path: Path, method: str, criterion: str) -> None:
     rows = sample(_family(tmp_path, method, criterion))
@@ -141,7 +149,7 @@ def test_maximin_keeps_the_best_of_the_candidates_and_esi_improves_on_it() -> No
 
 def test_every_design_is_latin(tmp_path: Path) -> None:
     for criterion in ("maximin", "correlation", "esi", None):
-        sampling = m.Sampling(optimization_criterion=criterion)  # type: ignore[arg-type]
+        sampling = m.Sampling(optimization_criterion=criterion)
         design = unit_design(sampling, 50, 3, np.random.default_rng(1))
         for column in design.T:
             assert sorted(np.floor(column * 50).astype(int).tolist()) == list(range(50))
