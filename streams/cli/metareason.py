@@ -148,23 +148,11 @@ async def _execute(
     concurrency: int,
     output: RunFormat,
 ) -> FormatRun:
-    from engine.formats.metareason.custom import CustomOracles
-    from engine.formats.metareason.embeddings import make_embeddings
-    from engine.formats.metareason.oracles import build_oracles
     from engine.formats.metareason.runner import Runner
     from engine.formats.targets import parse_target
-    from engine.judges.factory import make_judge
 
     target = parse_target(target_spec, cwd=Path.cwd(), resolve_actor=_actor_resolver(actor_spec, settings))
-    kinds = {o.type for o in family.oracles.values()}
-    judge = make_judge(judge_spec or "", settings) if "llm_judge" in kinds else None
-    vectors = (
-        make_embeddings(embeddings_spec, base_url=settings.openai_base_url, environ=os.environ)
-        if "embedding_similarity" in kinds
-        else None
-    )
-    oracles = build_oracles(family, judge=judge, embeddings=vectors, custom=CustomOracles.installed())
-    judge_name = ", ".join(x for x in (judge.name if judge else "", vectors.name if vectors else "") if x) or "none"
+    oracles, judge_name, clients = _scorers(family, settings, judge_spec, embeddings_spec)
     with _progress(output) as on_result:
         runner = Runner(
             family,
@@ -177,9 +165,35 @@ async def _execute(
             n=n,
             on_result=on_result,
         )
-        result = await runner.run()
+        try:
+            result = await runner.run()
+        finally:
+            for client in clients:
+                await client.aclose()
     await _record(result, settings)
     return result
+
+
+def _scorers(
+    family: PromptFamily, settings: Settings, judge_spec: str | None, embeddings_spec: str
+) -> tuple[list[Any], str, list[Any]]:
+    """The oracles, the label of who scored, and the HTTP clients to close afterwards."""
+    from engine.formats.metareason.custom import CustomOracles
+    from engine.formats.metareason.embeddings import make_embeddings
+    from engine.formats.metareason.oracles import build_oracles
+    from engine.judges.factory import make_judge
+
+    kinds = {o.type for o in family.oracles.values()}
+    judge = make_judge(judge_spec or "", settings) if "llm_judge" in kinds else None
+    vectors = (
+        make_embeddings(embeddings_spec, base_url=settings.openai_base_url, environ=os.environ)
+        if "embedding_similarity" in kinds
+        else None
+    )
+    oracles = build_oracles(family, judge=judge, embeddings=vectors, custom=CustomOracles.installed())
+    label = ", ".join(x for x in (judge.name if judge else "", vectors.name if vectors else "") if x) or "none"
+    clients = [c for c in (judge, vectors) if c is not None and hasattr(c, "aclose")]
+    return oracles, label, clients
 
 
 def _actor_resolver(actor_spec: str | None, settings: Settings) -> ActorResolver:
