@@ -111,7 +111,8 @@ def _report_replay(counts: Any, from_topic: str, to_prefix: str, as_json: bool) 
         typer.echo(f"configured {len(counts.configured_agents)} agent(s): {', '.join(counts.configured_agents)}")
     typer.echo(
         f"read {counts.read}, replayed {counts.replayed} into {to_prefix}drafts, "
-        f"skipped {counts.skipped_out_of_window} out of the window, {counts.invalid} invalid"
+        f"skipped {counts.skipped_out_of_window} out of the window and {counts.skipped_retries} retry attempt(s), "
+        f"{counts.invalid} invalid"
     )
 
 
