@@ -24,7 +24,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a t
 
 @app.command()
 def tail(
-    kind: Annotated[str, typer.Argument(help="verdicts | corrections | messages | directives")],
+    kind: Annotated[str, typer.Argument(help="verdicts | corrections | messages | directives | dlq")],
     agent: Annotated[str | None, typer.Option("--agent", help="Only records about this agent id.")] = None,
     from_beginning: Annotated[bool, typer.Option("--from-beginning", help="Start at the oldest record.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One raw JSON object per line (for piping).")] = False,
