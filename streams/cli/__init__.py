@@ -37,6 +37,7 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("check", None, "app"),
     ("init", None, "app"),
     ("agents", "agents", "app"),
+    ("experiment", "experiment", "app"),
 )
 
 
