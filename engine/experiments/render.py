@@ -41,7 +41,7 @@ def _arm(summary: ArmSummary) -> str:
 def _agrees(row: MetricRow) -> str:
     if row.direction_agrees is None:
         return "–"
-    return "✅ yes" if row.direction_agrees else "❌ no"
+    return "yes" if row.direction_agrees else "NO"
 
 
 def _paper(row: MetricRow) -> str:
