@@ -38,6 +38,7 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("init", None, "app"),
     ("agents", "agents", "app"),
     ("experiment", "experiment", "app"),
+    ("view", None, "app"),
 )
 
 
