@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import ipaddress
 from typing import TYPE_CHECKING, Annotated
 
@@ -59,14 +60,15 @@ async def _serve(settings: Settings, host: str, port: int, token: str) -> None:
 
     async with await Store.connect(settings.database(), max_size=4) as store:
         live = LiveVerdicts(settings)
-        await live.start()
         runner = web.AppRunner(build_app(settings, ViewQueries(store), live, token), access_log=None)
         await runner.setup()
         try:
             await web.TCPSite(runner, host, port).start()
         except OSError as exc:
-            await live.stop()
-            raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+            await runner.cleanup()
+            reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+            raise ConfigurationError(f"cannot listen on {host}:{port}: {reason}") from None
+        await live.start()
         login = f"/login?token={token}" if token else "/"
         print(f"view: http://{host}:{port}{login}", flush=True)
         try:
