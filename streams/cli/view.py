@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import ipaddress
+import os
 from typing import TYPE_CHECKING, Annotated
 
 import typer
