@@ -89,8 +89,9 @@ async def direct_seconds(family: m.PromptFamily, judge: ScriptedJudge) -> float:
 
 async def run_seconds(family: m.PromptFamily, judge: ScriptedJudge, journal: Path) -> float:
     oracles = build_oracles(family, judge=judge, embeddings=None, custom=CustomOracles({}))
-    runner = Runner(family, source="bench", target=Echo(), oracles=oracles, judge_name=judge.name, journal=journal)
-    runner.n = RUN_VARIANTS
+    runner = Runner(
+        family, source="bench", target=Echo(), oracles=oracles, judge_name=judge.name, journal=journal, n=RUN_VARIANTS
+    )
     started = time.perf_counter()
     run = await runner.run()
     elapsed = time.perf_counter() - started

@@ -48,7 +48,8 @@ class Journal:
     done: dict[str, ItemResult] = field(default_factory=dict)
     _file: IO[bytes] | None = None
 
-    def load(self) -> None:
+    def load(self, ids: set[str]) -> None:
+        """Answered items of this run's variants (``ids``); the run id of the first line that has one."""
         if self.path is None or not self.path.is_file():
             return
         for line in self.path.read_bytes().splitlines():
@@ -57,6 +58,8 @@ class Journal:
                 item = ItemResult.model_validate(record["item"])
             except (orjson.JSONDecodeError, ValidationError, KeyError, TypeError):
                 continue
+            if item.item_id not in ids:
+                continue  # another family, or another n: a different design
             self.run_id = self.run_id or record.get("run_id")
             if item.error is None:
                 self.done[item.item_id] = item
@@ -103,8 +106,8 @@ class Runner:
 
     def plan(self) -> tuple[list[Variant], list[Variant]]:
         """All variants of the run and those still to do (after reading the journal)."""
-        self.journal.load()
         every = variants(self.family, self.n)
+        self.journal.load({v.id for v in every})
         return every, [v for v in every if v.id not in self.journal.done]
 
     async def run(self) -> FormatRun:

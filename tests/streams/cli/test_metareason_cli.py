@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
+import types
 from pathlib import Path
 
 import orjson
 import pytest
 from typer.testing import CliRunner
 
+from engine.actors.base import ActRequest, ActResult
 from engine.settings import REPO_ROOT
 from streams.cli.metareason import ACTOR_PENDING, app
 
@@ -85,7 +88,32 @@ def test_run_table_output(tmp_path: Path) -> None:
     assert "in_character" in result.stdout and "persona_confidence: observed" in result.stdout
 
 
-def test_actor_targets_need_the_simulations_actor(tmp_path: Path) -> None:
+@pytest.mark.skipif(importlib.util.find_spec("engine.actors.factory") is not None, reason="the actor factory exists")
+def test_actor_targets_need_the_simulations_actor() -> None:
     result = runner.invoke(app, ["run", str(FAMILY), "--target", "actor:dwight", "--judge", f"scripted:{JUDGE}"])
-    if importlib.util.find_spec("engine.actors.factory") is None:
-        assert result.exit_code != 0 and str(result.exception) == ACTOR_PENDING
+    assert result.exit_code != 0 and str(result.exception) == ACTOR_PENDING
+
+
+def test_actor_targets_use_the_factory_and_the_persona(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[tuple[str, object]] = []
+
+    class Echo:
+        name = "echo-actor"
+
+        async def act(self, request: ActRequest) -> ActResult:
+            assert request.persona is not None and request.persona.name == "Dwight Schrute"
+            return ActResult("Fact: bears eat beets. Schrute Farms.", self.name)
+
+    def make_actor(spec: str, settings: object) -> Echo:
+        built.append((spec, settings))
+        return Echo()
+
+    factory = types.ModuleType("engine.actors.factory")
+    factory.make_actor = make_actor  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "engine.actors.factory", factory)
+    args = ["run", str(FAMILY), "--target", "actor:dwight", "--actor", "scripted", "--judge", f"scripted:{JUDGE}"]
+    result = runner.invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.stdout)
+    assert run["target"] == "actor:dwight (echo-actor)" and [spec for spec, _ in built] == ["scripted"]
+    assert run["summary"]["oracles"]["in_character"]["k"] == 120

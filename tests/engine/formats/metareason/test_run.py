@@ -9,6 +9,7 @@ import orjson
 import pytest
 from scipy import stats
 
+from engine.actors.base import ActRequest, ActResult
 from engine.errors import ConfigurationError
 from engine.formats.metareason import model as m
 from engine.formats.metareason.custom import CustomOracles
@@ -18,10 +19,11 @@ from engine.formats.metareason.oracles import build_oracles, similarity_of
 from engine.formats.metareason.runner import Runner
 from engine.formats.metareason.sampling import variants
 from engine.formats.results import FormatRun
-from engine.formats.targets import RecordedTarget, Target, TargetAnswer, TargetError, TargetRequest
+from engine.formats.targets import RecordedTarget, Target, TargetAnswer, TargetError, TargetRequest, parse_target
 from engine.judges.llm import CallPolicy
 from engine.judges.openai_compat import OpenAICompatibleJudge
 from engine.judges.scripted import ScriptedJudge
+from engine.models import Persona
 from ops.fakes.chat_completions import ChatCompletionsServer
 from ops.fakes.embeddings import EmbeddingsServer
 from ops.fakes.server import Behaviour
@@ -41,6 +43,10 @@ statistical_config:
   output: {credible_interval: 0.9, hdi_method: central}
 """
 JUDGED = HEAD + "oracles:\n  in_character:\n    type: llm_judge\n    rubric: stays Dwight\n"
+#: every variant distinct (a continuous axis in the prompt)
+UNIQUE = JUDGED.replace("{{ topic }}", "{{ topic }} {{ x }}").replace(
+    "n_variants:", "  x:\n    type: uniform\n    min: 0\n    max: 1\nn_variants:"
+)
 
 
 def _family(tmp_path: Path, text: str = JUDGED) -> m.PromptFamily:
@@ -189,12 +195,7 @@ async def test_duplicate_prompts_are_answered_once_and_concurrency_is_bounded(tm
     run = await _run(family, target, concurrency=3)
     assert len(target.calls) == 6  # 2 x 3 distinct prompts among 100 variants
     assert run.summary["cached_answers"] == 94
-    unique = _family(
-        tmp_path,
-        JUDGED.replace("{{ topic }}", "{{ topic }} {{ x }}").replace(
-            "n_variants:", "  x:\n    type: uniform\n    min: 0\n    max: 1\nn_variants:"
-        ),
-    )
+    unique = _family(tmp_path, UNIQUE)
     target = _Counting()
     await _run(unique, target, concurrency=3)
     assert len(target.calls) == 100 and target.most == 3
@@ -263,3 +264,41 @@ def test_custom_oracles_are_found_through_entry_points(tmp_path: Path, monkeypat
     registry = CustomOracles.installed()
     assert "Loud" in registry.names()
     assert type(registry.build("Loud", {})).__name__ == "Loud"
+
+
+async def test_a_journal_of_another_design_is_not_resumed(tmp_path: Path) -> None:
+    family = _family(tmp_path, UNIQUE)
+    journal = tmp_path / "run.jsonl"
+    first = await _run(family, _Counting(), journal=journal)
+    other = family.model_copy(update={"sampling": family.sampling.model_copy(update={"random_seed": 1})})
+    target = _Counting()
+    second = await _run(other, target, journal=journal)
+    assert second.run_id != first.run_id and second.summary["resumed"] == 0
+    assert len(target.calls) == 100
+
+
+class _FakeActor:
+    """Answers as the persona it is given (a test double for the simulations' actors)."""
+
+    name = "fake-actor"
+
+    def __init__(self) -> None:
+        self.requests: list[ActRequest] = []
+
+    async def act(self, request: ActRequest) -> ActResult:
+        self.requests.append(request)
+        who = request.persona.name if request.persona else request.agent_id
+        return ActResult(f"{who}: Fact. {request.stimulus}", self.name)
+
+
+async def test_actor_targets_answer_through_the_actor_with_the_persona(tmp_path: Path) -> None:
+    family = _family(tmp_path)
+    actor = _FakeActor()
+    persona = Persona(id="dwight", name="Dwight Schrute")
+    target = parse_target("actor:dwight", cwd=tmp_path, resolve_actor=lambda agent: (actor, persona))
+    run = await _run(family, target)
+    assert len(actor.requests) == 6  # one per distinct prompt
+    assert {r.agent_id for r in actor.requests} == {"dwight"} and all(r.persona is persona for r in actor.requests)
+    first = run.items[0]
+    assert first.answer == f"Dwight Schrute: Fact. {first.details['prompt']}"
+    assert run.target == "actor:dwight (fake-actor)"
