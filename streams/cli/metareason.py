@@ -153,7 +153,7 @@ async def _execute(
 
     target = parse_target(target_spec, cwd=Path.cwd(), resolve_actor=_actor_resolver(actor_spec, settings))
     oracles, judge_name, clients = _scorers(family, settings, judge_spec, embeddings_spec)
-    with _progress(output) as on_result:
+    with _progress(output) as (on_start, on_result):
         runner = Runner(
             family,
             source=str(file),
@@ -164,6 +164,7 @@ async def _execute(
             journal=out,
             n=n,
             on_result=on_result,
+            on_start=on_start,
         )
         try:
             result = await runner.run()
@@ -224,7 +225,7 @@ async def _record(result: FormatRun, settings: Settings) -> None:
 
 
 class _progress:
-    """A rich progress bar on stderr (table output only); yields the per-result hook."""
+    """A rich progress bar on stderr (table output on a terminal); yields the start and per-result hooks."""
 
     def __init__(self, output: RunFormat) -> None:
         self._enabled = output is RunFormat.TABLE and sys.stderr.isatty()
@@ -245,10 +246,13 @@ class _progress:
         self._bar.start()
         task = self._bar.add_task("run", total=None)
 
+        def start(total: int, todo: int) -> None:
+            self._bar.update(task, total=total, completed=total - todo)
+
         def hook(_: ItemResult) -> None:
             self._bar.advance(task)
 
-        return hook
+        return start, hook
 
     def __exit__(self, *exc: object) -> None:
         self._bar.stop()

@@ -37,6 +37,8 @@ from engine.formats.results import FormatRun, ItemResult, ItemScore
 from engine.formats.targets import CachedTarget, RecordedTarget, Target, TargetRequest
 
 ResultHook = Callable[[ItemResult], None]
+#: called once before the first variant: (variants in the run, variants still to answer)
+StartHook = Callable[[int, int], None]
 
 
 @dataclass
@@ -92,6 +94,7 @@ class Runner:
         journal: Path | None = None,
         n: int | None = None,
         on_result: ResultHook | None = None,
+        on_start: StartHook | None = None,
     ) -> None:
         self.family = family
         self.source = source
@@ -102,6 +105,7 @@ class Runner:
         self.journal = Journal(journal)
         self.n = n
         self.on_result = on_result
+        self.on_start = on_start
         self._calibration = [n for n, o in family.oracles.items() if isinstance(o, m.StatisticalCalibrationOracle)]
 
     def plan(self) -> tuple[list[Variant], list[Variant]]:
@@ -113,6 +117,8 @@ class Runner:
     async def run(self) -> FormatRun:
         started = datetime.now(UTC)
         every, todo = self.plan()
+        if self.on_start is not None:
+            self.on_start(len(every), len(todo))
         run = FormatRun(format="metareason", source=self.source, target=self.target.name, judge=self.judge_name)
         run_id = self.journal.run_id or run.run_id
         results = {v.id: self.journal.done[v.id] for v in every if v.id in self.journal.done}

@@ -63,10 +63,6 @@ class Variant:
     params: dict[str, Any]
     prompt: str
 
-    @property
-    def digest(self) -> str:
-        return self.id.rpartition("-")[2]
-
 
 def sample(family: m.PromptFamily, n: int | None = None) -> list[dict[str, Any]]:
     """``n`` (default ``n_variants``) parameter sets, axis name -> value, in the file's axis order."""
@@ -179,16 +175,6 @@ def inverse_cdf(axis: m.ContinuousAxis, column: NDArray[np.float64]) -> NDArray[
         values = stats.truncnorm.ppf(column, low, high, loc=axis.mu, scale=axis.sigma)
         return np.clip(np.asarray(values, dtype=np.float64), axis.min, axis.max)
     return np.asarray(stats.beta.ppf(column, axis.alpha, axis.beta), dtype=np.float64)
-
-
-def distribution(axis: m.ContinuousAxis) -> Any:
-    """The frozen scipy distribution an axis declares (for tests and docs)."""
-    if isinstance(axis, m.UniformAxis):
-        return stats.uniform(loc=axis.min, scale=axis.max - axis.min)
-    if isinstance(axis, m.TruncatedNormalAxis):
-        low, high = (axis.min - axis.mu) / axis.sigma, (axis.max - axis.mu) / axis.sigma
-        return stats.truncnorm(low, high, loc=axis.mu, scale=axis.sigma)
-    return stats.beta(axis.alpha, axis.beta)
 
 
 # -- strata --------------------------------------------------------------------------------------------------
