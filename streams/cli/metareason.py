@@ -292,7 +292,8 @@ def _print_table(result: FormatRun) -> None:
             within = calibration["probability_within_tolerance"]
             console.print(
                 f"{name}: observed {calibration['observed']:.3f} vs expected {calibration['expected_confidence']:.3f}"
-                f" ± {calibration['tolerance']:.3f}: {verdict} (P(within tolerance) = {within:.3f})"
+                f" ± {calibration['tolerance']:.3f}: {verdict} (P(within tolerance) = {within:.3f})",
+                highlight=False,
             )
 
 
