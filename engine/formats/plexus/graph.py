@@ -143,6 +143,7 @@ async def run_score(
 ) -> ScoreResult:
     """Run ``score`` on ``item``; never raises for a failing node (the result is ``ERROR`` with the reason)."""
     state = initial_state(item, results)
+    ctx = ctx.for_score(score.name)
     path: list[str] = []
     try:
         await asyncio.wait_for(walk(score, state, ctx, path), timeout=timeout_s)

@@ -8,7 +8,8 @@ node's name. LLM nodes render their prompts from the state (:mod:`.templates`) a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rapidfuzz import fuzz, process
@@ -29,8 +30,21 @@ _CONFIDENCE_ASK = "\nAfter your answer, add a last line 'Confidence: P': your pr
 
 @dataclass(frozen=True)
 class NodeContext:
+    """What nodes run with: the text model answering LLM nodes (per score when scores name different ones)."""
+
     model: TextModel
     code_limits: Limits = CODE_LIMITS
+    score_models: Mapping[str, TextModel] = field(default_factory=dict)
+
+    def for_score(self, name: str) -> NodeContext:
+        model = self.score_models.get(name)
+        return self if model is None else replace(self, model=model, score_models={})
+
+    @property
+    def label(self) -> str:
+        """Every model that may answer, for labelling outputs (``scripted:…`` stays visible)."""
+        names = sorted({self.model.name, *(m.name for m in self.score_models.values())})
+        return ", ".join(names)
 
 
 def _messages(node: Node, state: dict[str, Any]) -> tuple[str, str]:
