@@ -21,8 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from engine.errors import DriftError
 from engine.formats.plexus.model import END, Node, Score, yaml_text
 from engine.formats.plexus.nodes import NodeContext, run_node
+from engine.formats.plexus.templates import TemplateProblem
 
 ERROR = "ERROR"
 SKIPPED = "SKIPPED"
@@ -152,7 +154,7 @@ async def run_score(
         return ScoreResult(score.name, ERROR, error, None, tuple(path), error, "error")
     except Exception as exc:  # any node failure fails this score on this item, never the run
         where = f"node {path[-1]!r}: " if path else ""
-        kind = type(exc).__name__
-        error = f"{where}{exc}" if str(exc).startswith(kind) else f"{where}{kind}: {exc}"
+        plain = isinstance(exc, DriftError | TemplateProblem)  # their messages already say what failed
+        error = f"{where}{exc}" if plain else f"{where}{type(exc).__name__}: {exc}"
         return ScoreResult(score.name, ERROR, error, None, tuple(path), error, "error")
     return result_of(score, state, path)

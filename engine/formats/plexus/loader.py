@@ -160,6 +160,8 @@ def _check_score(checks: _Checks, score: Score, where: FieldPath) -> None:
 
 
 def _check_node(checks: _Checks, node: Node, at: FieldPath) -> None:
+    for key in sorted(node.model_extra or {}):
+        checks.warn((*at, key), f"key '{key}' is not used by drift (ignored)")
     if node.node_class not in NODE_CLASSES:
         hint = suggestion(node.node_class, NODE_CLASSES) or f"; known: {', '.join(NODE_CLASSES)}"
         checks.error((*at, "class"), f"unknown node class {node.node_class!r}{hint}")

@@ -41,6 +41,37 @@ class _Open(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
 
+class _Closed(BaseModel):
+    """Top-level mappings: unknown keys are errors (with a did-you-mean), upstream-only keys are listed."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class _UpstreamScoreKeys(_Closed):
+    """Keys Plexus scores carry that drift accepts and does not use (ids, versions, data sources, tuning)."""
+
+    version: Any = None
+    parent: Any = None
+    externalId: Any = None  # the upstream spelling
+    external_id: Any = None
+    tags: Any = None
+    config: Any = None
+    data: Any = None
+    item: Any = None
+    nodes: Any = None
+    label_field: Any = None
+    label_score_name: Any = None
+    number_of_classes: Any = None
+    disable_batching: Any = None
+    batch: Any = None
+    max_tokens: Any = None
+    timeout: Any = None
+    reasoning_effort: Any = None
+    verbosity: Any = None
+    base_model_name: Any = None
+    model_region: Any = None
+
+
 class Condition(_Open):
     """Route on a state field (default ``classification``): on a match set ``output`` and go to ``node``."""
 
@@ -88,7 +119,7 @@ class DependencyCondition(_Open):
 Dependencies = list[str] | dict[str, DependencyCondition | Text]
 
 
-class Score(_Open):
+class Score(_UpstreamScoreKeys):
     """One score: a graph of nodes (``class: LangGraphScore``), its model and its dependencies."""
 
     name: str = Field(min_length=1)
@@ -106,12 +137,15 @@ class Score(_Open):
     positive_class: str | None = None
 
 
-class Section(_Open):
+class Section(_Closed):
     name: str | None = None
+    id: Any = None
+    key: Any = None
+    description: str | None = None
     scores: list[Score] = Field(default_factory=list)
 
 
-class Scorecard(_Open):
+class Scorecard(_Closed):
     """A collection of scores (``scores:``, or the legacy ``sections: [{scores: …}]``)."""
 
     name: str = Field(min_length=1)
@@ -120,6 +154,10 @@ class Scorecard(_Open):
     description: str | None = None
     scores: list[Score] = Field(default_factory=list)
     sections: list[Section] = Field(default_factory=list)
+    externalId: Any = None  # the upstream spelling
+    external_id: Any = None
+    version: Any = None
+    tags: Any = None
 
     def all_scores(self) -> list[Score]:
         return [*self.scores, *(score for section in self.sections for score in section.scores)]

@@ -87,7 +87,12 @@ def best_span(answer: str, source: str, cutoff: float) -> str | None:
     alignment = fuzz.partial_ratio_alignment(answer, source, score_cutoff=cutoff)
     if alignment is None:
         return None
-    return source[alignment.dest_start : alignment.dest_end]
+    start, end = alignment.dest_start, alignment.dest_end
+    while start > 0 and source[start - 1].isalnum():  # the window has the answer's length: widen to whole words
+        start -= 1
+    while end < len(source) and source[end].isalnum():
+        end += 1
+    return source[start:end].strip()
 
 
 async def extract(ctx: NodeContext, node: Node, state: dict[str, Any]) -> dict[str, Any]:
