@@ -74,7 +74,7 @@ def test_fragments_are_valid_but_not_runnable() -> None:
 
 def _oracle_cases() -> list[tuple[str, int, dict[str, object]]]:
     oracle = yaml.safe_load((CORPUS / "oracle" / "yaml-linter-test-cases.yaml").read_text())
-    cases = []
+    cases: list[tuple[str, int, dict[str, object]]] = []
     for group, entries in oracle.items():
         if isinstance(entries, list):
             cases.extend((group, index, entry) for index, entry in enumerate(entries))

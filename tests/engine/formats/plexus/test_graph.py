@@ -100,8 +100,11 @@ async def test_a_timeout_makes_the_score_error() -> None:
     assert (result.value, result.error) == ("ERROR", "timed out after 0.05 s in node 'slow'")
 
 
+RETRY = "name: X\ngraph:\n  - {{name: c, class: Classifier, valid_classes: [Up, Down], maximum_retry_count: {}}}\n"
+
+
 async def test_an_invalid_answer_is_retried_with_a_correction_then_accepted() -> None:
-    one = score("name: X\ngraph:\n  - {name: c, class: Classifier, valid_classes: [Up, Down], maximum_retry_count: 2}\n")
+    one = score(RETRY.format(2))
     scripted = model([("", ["I am unsure", "Still thinking", "Down"])])
     result = await run(one, scripted)
     assert result.value == "Down"
@@ -112,7 +115,7 @@ async def test_an_invalid_answer_is_retried_with_a_correction_then_accepted() ->
 
 
 async def test_retries_stop_at_the_maximum_and_give_unknown() -> None:
-    one = score("name: X\ngraph:\n  - {name: c, class: Classifier, valid_classes: [Up, Down], maximum_retry_count: 1}\n")
+    one = score(RETRY.format(1))
     scripted = model([], default="no idea")
     result = await run(one, scripted)
     assert (result.value, len(scripted.requests)) == (UNKNOWN, 2)
