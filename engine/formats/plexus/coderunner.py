@@ -12,9 +12,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from collections.abc import Iterator, MutableMapping
-from typing import Any
+
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing alone costs milliseconds
+if TYPE_CHECKING:  # every code-node call pays for this script's start-up
+    from typing import Any
+else:
+    Any = object
 
 _BLOCKED_EVENTS = (
     "socket.",
@@ -114,6 +118,8 @@ def _call(request: dict[str, Any]) -> Any:
 
 
 def _where(exc: BaseException) -> str:
+    import traceback  # only when reporting a failure: it pulls in linecache and tokenize
+
     lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__) if frame.filename == "<code>"]
     return f" (code line {lines[-1]})" if lines else ""
 
