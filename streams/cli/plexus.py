@@ -181,17 +181,9 @@ def evaluate(
     names = (score,) if score else tuple(s.name for s in card.all_scores())
     options = EvaluationOptions(names, positive, concurrency, timeout)
     with progress_bar(len(rows), "items") as advance:
-        result = run(
-            run_evaluation(
-                card,
-                rows,
-                ctx,
-                options,
-                source=str(scorecard),
-                dataset=str(dataset),
-                progress=lambda item: advance(item.item_id),
-            )
-        )
+        job = run_evaluation(card, rows, ctx, options, source=str(scorecard), dataset=str(dataset),
+                             progress=lambda item: advance(item.item_id))  # fmt: skip
+        result = run(job)
     if settings.database_url:
         run(_record(result, settings.database_url))
     typer.echo(render_report(result, output_format))

@@ -134,7 +134,6 @@ class Score(_UpstreamScoreKeys):
     graph: list[Node] | None = None
     output: dict[str, Any] = Field(default_factory=dict)
     depends_on: Dependencies | None = None
-    positive_class: str | None = None
 
 
 class Section(_Closed):

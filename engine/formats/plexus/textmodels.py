@@ -19,10 +19,10 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine.errors import ConfigurationError, PropositionFileError
-from engine.formats.plexus.model import Scorecard
+from engine.formats.plexus.model import Scorecard, Text, Texts
 from engine.formats.plexus.nodes import NodeContext
 from engine.formats.plexus.providers import model_spec
 from engine.llm.base import TextModel
@@ -34,14 +34,20 @@ from engine.propositions.yamlsource import read_yaml
 class _Rule(BaseModel):
     model_config = ConfigDict(extra="forbid")
     pattern: str
-    reply: str | None = None
-    replies: list[str] = Field(default_factory=list)
+    reply: Text | None = None
+    replies: Texts = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_answer(self) -> _Rule:
+        if (self.reply is None) == (not self.replies):
+            raise ValueError("give exactly one of 'reply' and 'replies'")
+        return self
 
 
 class _Rules(BaseModel):
     model_config = ConfigDict(extra="forbid")
     rules: list[_Rule] = Field(default_factory=list)
-    default: str = ""
+    default: Text = ""
 
 
 def scripted_model(path: Path) -> ScriptedTextModel:

@@ -174,3 +174,14 @@ async def test_independent_llm_calls_do_not_block_each_other() -> None:
         timeout=5,
     )
     assert [r.value for r in results] == ["Yes", "Yes"]
+
+
+async def test_input_aliases_copy_state_fields_before_the_node_runs() -> None:
+    one = score(
+        "name: X\ngraph:\n"
+        "  - {name: grab, class: Extractor, trust_model_output: true}\n"
+        "  - {name: judge, class: YesOrNoClassifier, input: {text: extracted_text}, user_message: 'J {{text}}'}\n"
+    )
+    scripted = model([("J the quote", "Yes")], default="the quote")
+    result = await run(one, scripted, text="a long transcript")
+    assert result.value == "Yes" and scripted.requests[-1].messages[0].content == "J the quote"
