@@ -2,8 +2,9 @@
 
 Reads one JSON request on stdin, runs the user's function and writes one JSON answer on stdout:
 ``{"ok": true, "result": …}`` or ``{"ok": false, "error": "…"}``. Before the user's code runs, environment
-variables become unreadable (any access raises) and an audit hook refuses sockets, subprocesses and native
-libraries — on top of the sandbox's empty environment, rlimits and network namespace.
+variables become unreadable (any access raises) and an audit hook refuses sockets, subprocesses, native
+libraries and opening files outside the Python installation (``/proc/<worker>/environ`` would hand out the
+worker's secrets) — on top of the sandbox's empty environment, rlimits and network namespace.
 Uses the standard library only (it runs with ``python -I -S``).
 """
 
@@ -53,9 +54,30 @@ class _NoEnvironment(MutableMapping[str, str]):
         return self._refuse()
 
 
-def _audit(event: str, _args: tuple[object, ...]) -> None:
+#: the only files code may open: the Python installation, read-only (so imports work). Nothing else — in
+#: particular not ``/proc/<worker>/environ``, which holds the worker's secrets.
+_READABLE = tuple(
+    {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+)
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+
+def _check_open(path: object, mode: object, flags: object) -> None:
+    if isinstance(path, int):  # an already open descriptor (stdin/stdout)
+        return
+    name = os.fsdecode(path) if isinstance(path, str | bytes) else str(path)
+    writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+        isinstance(flags, int) and bool(flags & _WRITE_FLAGS)
+    )
+    if writes or not os.path.realpath(name).startswith(_READABLE):
+        raise PermissionError(f"code nodes may not open files ({name})")
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
     if event.startswith(_BLOCKED_EVENTS):
         raise PermissionError(f"code nodes may not use {event} (no network, processes or native code)")
+    if event == "open" and args:
+        _check_open(args[0], args[1] if len(args) > 1 else None, args[2] if len(args) > 2 else None)
 
 
 class Attributes(dict[str, Any]):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,6 +65,8 @@ graph:
     assert (result.state["word_count"], result.value, result.state["seen"]) == (3, "kevin", None)
 
 
+REPO = Path(__file__).resolve().parents[4]
+
 MISBEHAVING = """
 name: Sandbox
 scores:
@@ -117,3 +122,25 @@ def test_the_runner_is_a_standalone_stdlib_script() -> None:
     runner = Path(__file__).resolve().parents[4] / "engine" / "formats" / "plexus" / "coderunner.py"
     imports = [line for line in runner.read_text().splitlines() if line.startswith(("import ", "from "))]
     assert all("engine" not in line for line in imports)
+
+
+async def test_code_cannot_read_the_workers_environment_through_proc() -> None:
+    # /proc/<parent>/environ holds the environment the worker *started* with: run a real parent process
+    user_code = 'import os\ndef score(p, i):\n    return {"value": open(f"/proc/{os.getppid()}/environ").read()}\n'
+    script = (
+        "import asyncio, json, sys\n"
+        "from engine.formats.plexus.code import CodeNodeError, CodeRequest, run_code\n"
+        "request = CodeRequest('score', sys.argv[1], 'score', {}, '', {}, {})\n"
+        "try:\n"
+        "    print(json.dumps(asyncio.run(run_code(request))))\n"
+        "except CodeNodeError as exc:\n"
+        "    print(json.dumps({'error': str(exc)}))\n"
+    )
+    env = {**os.environ, "PLEXUS_PARENT_SECRET": "sk-parent-secret"}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, user_code, env=env, cwd=str(REPO), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert "sk-parent-secret" not in out.decode()
+    error = f"PermissionError: code nodes may not open files (/proc/{process.pid}/environ) (code line 3)"
+    assert json.loads(out) == {"error": error}
