@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.formats.plexus.metrics import agreement, gwet_ac1, normalise_label
 
@@ -75,3 +77,11 @@ def test_precision_and_recall_are_none_without_positives() -> None:
     m = agreement("S", [("no", "no")], positive_class="yes")
     assert (m.precision, m.recall, m.accuracy) == (None, None, 1.0)
     assert not math.isnan(m.ac1 or 0.0)
+
+
+@given(st.lists(st.tuples(st.sampled_from("abcd"), st.sampled_from("abcd")), min_size=1, max_size=60))
+def test_ac1_stays_in_minus_one_to_one(pairs: list[tuple[str, str]]) -> None:
+    value = gwet_ac1(pairs)
+    assert value is not None and -1 - 1e-12 <= value <= 1 + 1e-12
+    if all(label == predicted for label, predicted in pairs):
+        assert value == pytest.approx(1.0)
