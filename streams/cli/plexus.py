@@ -88,11 +88,19 @@ def validate(paths: Annotated[list[Path], typer.Argument(help="Files or folders.
         raise typer.Exit(2)
 
 
-def _item(text: str | None, item: Path | None) -> tuple[str, dict[str, Any]]:
+def _item(text: str | None, item: Path | None, metadata: str | None) -> tuple[str, dict[str, Any]]:
     if (text is None) == (item is None):
         raise ConfigurationError("give exactly one of --text and --item")
     if text is not None:
-        return text, {}
+        try:
+            extra = json.loads(metadata) if metadata else {}
+        except ValueError as exc:
+            raise ConfigurationError(f"--metadata: not JSON ({exc.args[0]})") from None
+        if not isinstance(extra, dict):
+            raise ConfigurationError("--metadata must be a JSON object")
+        return text, extra
+    if metadata is not None:
+        raise ConfigurationError("--metadata goes with --text; an --item file carries its own metadata")
     assert item is not None
     if not item.is_file():
         raise ConfigurationError(f"no such item file: {item}")
@@ -105,10 +113,10 @@ def _item(text: str | None, item: Path | None) -> tuple[str, dict[str, Any]]:
         raise ConfigurationError(f"{item}: not JSON ({exc.args[0]})") from None
     if not isinstance(data, dict) or not isinstance(data.get("text"), str):
         raise ConfigurationError(f"{item}: an item is a JSON object with 'text' (and optional 'metadata')")
-    metadata = data.get("metadata") or {}
-    if not isinstance(metadata, dict):
+    carried = data.get("metadata") or {}
+    if not isinstance(carried, dict):
         raise ConfigurationError(f"{item}: metadata must be a JSON object")
-    return data["text"], metadata
+    return data["text"], carried
 
 
 @app.command("predict")
@@ -116,6 +124,9 @@ def predict(
     scorecard: ScorecardArg,
     score: ScoreOpt = None,
     text: Annotated[str | None, typer.Option("--text", help="The text to score.")] = None,
+    metadata: Annotated[
+        str | None, typer.Option("--metadata", help='With --text: the item\'s metadata as JSON ({"agent": …}).')
+    ] = None,
     item: Annotated[
         Path | None, typer.Option("--item", help="A .json item ({text, metadata}) or a plain text file.")
     ] = None,
@@ -130,9 +141,9 @@ def predict(
     from engine.formats.plexus.textmodels import node_context
 
     card = load_runnable(scorecard, score)
-    body, metadata = _item(text, item)
+    body, item_metadata = _item(text, item, metadata)
     ctx = node_context(card, model, settings_from(), cwd=Path.cwd())
-    results = run(run_scorecard(card, Item(body, metadata), ctx, only=score, timeout_s=timeout))
+    results = run(run_scorecard(card, Item(body, item_metadata), ctx, only=score, timeout_s=timeout))
     if output_format is PredictFormat.JSON:
         payload = {"model": ctx.label, "scores": {name: r.as_json() for name, r in results.items()}}
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))

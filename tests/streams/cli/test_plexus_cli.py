@@ -73,6 +73,20 @@ def test_predict_text_shows_skipped_scores(item: Path) -> None:
     assert "Violated Trait: SKIPPED" in out
 
 
+def test_predict_text_with_metadata_and_an_error_value() -> None:
+    metadata = json.dumps({"agent": "michael", "persona": "Michael Scott"})
+    code, out, _ = _invoke(
+        "plexus", "predict", CARD, "--text", "Per the quarterly variance analysis, EBITDA fell.", "--metadata",
+        metadata, "--model", RULES, "--format", "json",
+    )  # fmt: skip
+    assert code == 0, out
+    assert json.loads(out)["scores"]["Violated Trait"]["value"] == "Role Knowledge"
+    code, out, _ = _invoke("plexus", "predict", CARD, "--text", "hi", "--model", RULES, "--format", "json")
+    scores = json.loads(out)["scores"]
+    assert scores["Breaks Character"]["value"] == "ERROR" and scores["Violated Trait"]["value"] == "SKIPPED"
+    assert "template error" in scores["Breaks Character"]["error"] and "agent" in scores["Breaks Character"]["error"]
+
+
 def test_predict_needs_exactly_one_input() -> None:
     code, _, err = _invoke("plexus", "predict", CARD, "--model", RULES)
     assert (code, err) == (2, "give exactly one of --text and --item")
