@@ -31,6 +31,8 @@ Kind = Literal["score", "scorecard", "fragment", "data-source", "empty", "invali
 KEY_FORMAT = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 NOT_RUNNABLE = "not a runnable score (no graph)"
 SCORECARD_KEYS = frozenset({"scores", "sections"})
+#: state fields a node's name would overwrite (a node's fields are stored under its name)
+RESERVED_NAMES = frozenset({"text", "metadata", "results", "classification", "explanation", "value", "confidence"})
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,8 @@ def _check_score(checks: _Checks, score: Score, where: FieldPath) -> None:
             checks.error((*at, "name"), f"node name {node.name!r} is used twice")
         if node.name == END:
             checks.error((*at, "name"), f"{END!r} is reserved for the end of the graph")
+        elif node.name in RESERVED_NAMES:
+            checks.error((*at, "name"), f"{node.name!r} is a state field; name the node something else")
         _check_node(checks, node, at)
         _check_routes(checks, node, at, set(names))
 

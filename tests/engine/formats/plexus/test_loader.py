@@ -124,3 +124,10 @@ def test_drift_validate_recognises_plexus_files(tmp_path: Path) -> None:
         _write(tmp_path, BASE.format(provider="Nope", node_class="Classifier", message="x", target="END"), "bad.yaml")
     )
     assert not bad.ok and bad.kind is not None and "unknown model provider" in bad.issues[0].message
+
+
+def test_a_node_may_not_be_named_like_a_state_field(tmp_path: Path) -> None:
+    text = "name: S\nkey: s\ngraph:\n  - {name: text, class: YesOrNoClassifier}\n"
+    assert [str(i).split(": ", 1)[1] for i in inspect(_write(tmp_path, text)).errors] == [
+        "graph.0.name: 'text' is a state field; name the node something else"
+    ]
