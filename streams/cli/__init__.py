@@ -40,6 +40,7 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("experiment", "experiment", "app"),
     ("view", None, "app"),
     ("metareason", "metareason", "app"),
+    ("plexus", "plexus", "app"),
 )
 
 
