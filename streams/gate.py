@@ -26,9 +26,8 @@ from engine.gate import (
     Decision,
     DimensionCheck,
     GateDecision,
-    Outcome,
     decide,
-    gate_active,
+    pre_decision,
     run_checks,
 )
 from engine.judges.base import Judge
@@ -127,13 +126,21 @@ def _target(deps: GateDeps, draft: Draft, recent: list[dict[str, Any]], persona:
     )
 
 
+def committed_actions(history: list[dict[str, Any]]) -> int:
+    """How many actions of the agent the gate has committed or seen: the ordinal ``n`` of the newest entry
+    (entries written before ordinals existed count one each)."""
+    return max((int(h.get("n", i + 1)) for i, h in enumerate(history)), default=0)
+
+
 async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, GateDecision]:
     config = deps.configs.get(draft.agent_id, draft.agent_name)
-    if not gate_active(config):
-        result = AttemptResult(attempt=draft.attempt, text=draft.text)
-        return result, GateDecision(Decision.COMMIT, Outcome.PASSED, draft.text, draft.attempt)
-    dims = config.enabled_gate_dimensions()
     history = deps.recent.get(draft.agent_id) or []
+    # a redelivered draft whose commit was already recorded must not count itself
+    prior = committed_actions([r for r in history if r.get("id") != draft.draft_id])
+    early = pre_decision(skip=draft.skip, config=config, prior_actions=prior, attempt=draft.attempt, text=draft.text)
+    if early is not None:
+        return AttemptResult(attempt=draft.attempt, text=draft.text), early
+    dims = config.enabled_gate_dimensions()
     if not dims:  # only the similarity window is needed (one more, in case the draft's own entry is there)
         history = history[-RECENT_FOR_SIMILARITY - 1 :]
     # a redelivered draft whose commit was already recorded must not be compared with itself
@@ -233,8 +240,13 @@ def utcnow_iso() -> str:
 
 def remember_commit(recent: MutableMapping[str, Any], agent_id: str, message_id: str, text: str,
                     channel: str | None) -> None:  # fmt: skip
-    history = [h for h in recent.get(agent_id) or [] if h.get("id") != message_id]
-    history.append({"id": message_id, "text": text, "channel": channel})
+    """Add a committed action to the agent's recent messages; ``n`` is its ordinal among the agent's actions
+    (``minimum_required_qty_of_actions`` reads it), kept when the same message is recorded again."""
+    known = recent.get(agent_id) or []
+    again = next((h for h in known if h.get("id") == message_id), None)
+    history = [h for h in known if h.get("id") != message_id]
+    n = int(again["n"]) if again is not None and "n" in again else committed_actions(history) + 1
+    history.append({"id": message_id, "text": text, "channel": channel, "n": n})
     recent[agent_id] = history[-RECENT_KEPT:]
 
 
