@@ -36,6 +36,7 @@ from engine.models import Event, Persona
 from engine.scoring import ScoringTarget
 from engine.settings import Settings
 from streams.configs import ConfigCache
+from streams.history import HistoryView
 from streams.payloads import Draft
 from streams.stats import GateStats
 from streams.topics import Topics
@@ -69,6 +70,8 @@ class GateDeps:
     recent: MutableMapping[str, Any]
     pending: MutableMapping[str, Any]
     stats: GateStats = field(default_factory=GateStats)
+    #: the conversation as agents saw it (the worker's history view, shared with the steps service)
+    view: HistoryView = field(default_factory=HistoryView)
     _tokens: dict[str, TokenizedMessage] = field(default_factory=dict)
 
     async def flush_tables(
@@ -108,9 +111,18 @@ def _persona(deps: GateDeps, draft: Draft) -> Persona | None:
     return persona
 
 
+def conversation(deps: GateDeps, draft: Draft, recent: list[dict[str, Any]], name: str) -> tuple[Event, ...]:
+    """The action-level trajectory: the draft's channel (or, for a direct message, the agent's direct events)
+    as the agent saw it — other agents' messages and stimuli included — without the draft's own commit.
+    A worker whose view has nothing yet (just started) falls back to the agent's own recent commits."""
+    events = deps.view.trajectory(draft.run_id, draft.channel, (draft.agent_id,), exclude=draft.draft_id)
+    if events:
+        return tuple(events)
+    return tuple(Event(draft.agent_id, name, r["text"], channel=r.get("channel")) for r in recent)
+
+
 def _target(deps: GateDeps, draft: Draft, recent: list[dict[str, Any]], persona: Persona | None) -> ScoringTarget:
     name = draft.agent_name or (persona.name if persona else draft.agent_id)
-    events = tuple(Event(draft.agent_id, name, r["text"], channel=r.get("channel")) for r in recent)
     variables = {"agent_name": name, "action": draft.text}
     if draft.channel:
         variables["channel_name"] = draft.channel
@@ -120,9 +132,10 @@ def _target(deps: GateDeps, draft: Draft, recent: list[dict[str, Any]], persona:
         target_name=name,
         agent_id=draft.agent_id,
         persona=persona,
-        events=events,
+        events=conversation(deps, draft, recent, name),
         action=draft.text,
         variables=variables,
+        context={"agent_id": draft.agent_id},  # has_prior_actions counts this agent's actions only
     )
 
 
@@ -146,10 +159,16 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
     # a redelivered draft whose commit was already recorded must not be compared with itself
     recent = [r for r in history if r.get("id") != draft.draft_id]
     similar = config.gate_similarity_enabled
+    # the conversation and the persona are only needed when a judge is asked
+    target = (
+        _target(deps, draft, recent, _persona(deps, draft))
+        if dims
+        else ScoringTarget(draft.agent_id, action=draft.text)
+    )
     result = await run_checks(
         deps.judge,
-        deps.library.psets(draft.agent_id, dims),
-        _target(deps, draft, recent if dims else [], _persona(deps, draft)),  # history only for the judge
+        deps.library.psets(draft.agent_id, dims, action=True),
+        target,
         config,
         attempt=draft.attempt,
         recent=[deps.tokenized(r["text"]) for r in recent[-RECENT_FOR_SIMILARITY:]] if similar else [],
@@ -273,6 +292,10 @@ async def process_draft(
         message = orjson.dumps(committed_message(draft, decision.text, now))
         deliveries.append(await send(topics.messages, key, message))
         remember_commit(deps.recent, draft.agent_id, draft.draft_id, decision.text, draft.channel)
+        name = draft.agent_name or draft.agent_id
+        deps.view.record(
+            draft.draft_id, draft.run_id, Event(draft.agent_id, name, decision.text, channel=draft.channel)
+        )
     if decision.decision is Decision.RETRY:
         attempts = [a for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] != draft.attempt]
         attempts.append({"attempt": draft.attempt, "text": draft.text, "total_score": result.total_score})
