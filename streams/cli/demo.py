@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from engine.settings import bundled_example
 from streams.cli.common import JudgeOpt, settings_from
 from streams.embedded import WorkerProcess, free_port, start_stack
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer()
 
-SAMPLE = Path(__file__).resolve().parents[2] / "ops" / "examples" / "office_conversation.jsonl"
+SAMPLE = bundled_example("office_conversation.jsonl")  # package data: present in a wheel install too
 DEMO_CONFIG: dict[str, Any] = {
     "gate_adherence_enabled": True,
     "gate_fluency_enabled": True,
