@@ -12,7 +12,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from setuptools import find_packages
 
 from engine.settings import EXAMPLES_PACKAGE, PROPOSITIONS_PACKAGE, REPO_ROOT, bundled_propositions
 
@@ -23,7 +22,11 @@ _NOT_SOURCE = shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-in
 
 def test_the_package_list_covers_every_source_package() -> None:
     listed = set(PYPROJECT["tool"]["setuptools"]["packages"])
-    found = set(find_packages(str(REPO_ROOT), include=["engine", "engine.*", "streams", "streams.*"]))
+    found = {
+        ".".join(init.parent.relative_to(REPO_ROOT).parts)
+        for top in ("engine", "streams")
+        for init in (REPO_ROOT / top).rglob("__init__.py")
+    }
     assert listed == found | {PROPOSITIONS_PACKAGE, EXAMPLES_PACKAGE}
     assert PYPROJECT["tool"]["setuptools"]["package-dir"] == {
         PROPOSITIONS_PACKAGE: "propositions", EXAMPLES_PACKAGE: "ops/examples",
