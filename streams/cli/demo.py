@@ -41,7 +41,7 @@ DEMO_CONFIG: dict[str, Any] = {
     "max_correction_attempts": 1,
 }
 STYLE = {"passed": "green", "passed_after_retry": "cyan", "corrected": "yellow", "forced_through": "magenta",
-         "timeout_pass_through": "blue", "rejected": "red"}  # fmt: skip
+         "timeout_pass_through": "blue", "rejected": "red", "skipped": "dim", "not_gated_yet": "dim"}  # fmt: skip
 
 
 @app.command()

@@ -38,7 +38,7 @@ def score(
     settings = settings_from(judge=judge, propositions=directory)
     library = PropositionLibrary(settings.propositions_dir)
     dim = _dimension(dimension, Dimension)
-    pset = library.pset(agent, dim, action=True)  # the message is judged as the next action, like the gate
+    pset = library.pset(agent, dim)
     persona = library.persona(agent)
     name = agent_name or (persona.name if persona else agent)
     target = ScoringTarget(target_name=name, agent_id=agent, persona=persona, action=message,

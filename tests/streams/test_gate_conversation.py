@@ -57,8 +57,8 @@ async def test_the_judge_sees_the_channel_with_stimuli_and_other_agents() -> Non
     await judge_attempt(deps, draft())
     (request,) = requests_of(judge, "suitability")
     assert {c.id for c in request.claims} <= {
-        "suitability-next-action-fits", "suitability-next-action-answers", "suitability-next-action-derails",
-        "suitability-next-action-audience",
+        "suitability-fits-the-moment-next", "suitability-answers-others-next", "suitability-derails-next",
+        "suitability-audience-next",
     }  # fmt: skip
     events = request.trajectory
     assert (len(events), request.first_part, request.omitted) == (15, 5, 5)  # first 5, last 10 of 20 events
@@ -85,7 +85,7 @@ async def test_consistency_needs_an_action_of_the_agent_itself() -> None:
 
 
 async def test_a_commit_is_in_the_conversation_at_once_and_never_in_its_own_redelivery() -> None:
-    anti_patterns = [{"proposition": p, "value": 0} for p in ("*-derails", "*-new-personality")]
+    anti_patterns = [{"proposition": p, "value": 0} for p in ("*-derails*", "*-new-personality*")]
     judge = ScriptedJudge.from_rules({"default": 9, "rules": anti_patterns})  # every draft passes
     deps = make_deps(judge)
     deps.view.apply(message(1, "jim", "Morning."))
