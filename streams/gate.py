@@ -149,7 +149,8 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
     config = deps.configs.get(draft.agent_id, draft.agent_name)
     history = deps.recent.get(draft.agent_id) or []
     # a redelivered draft whose commit was already recorded must not count itself
-    prior = committed_actions([r for r in history if r.get("id") != draft.draft_id])
+    minimum = config.minimum_required_qty_of_actions
+    prior = committed_actions([r for r in history if r.get("id") != draft.draft_id]) if minimum else 0
     early = pre_decision(skip=draft.skip, config=config, prior_actions=prior, attempt=draft.attempt, text=draft.text)
     if early is not None:
         return AttemptResult(attempt=draft.attempt, text=draft.text), early
