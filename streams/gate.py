@@ -293,9 +293,9 @@ async def process_draft(
         message = orjson.dumps(committed_message(draft, decision.text, now))
         deliveries.append(await send(topics.messages, key, message))
         remember_commit(deps.recent, draft.agent_id, draft.draft_id, decision.text, draft.channel)
-        name = draft.agent_name or draft.agent_id
+        name, ts = draft.agent_name or draft.agent_id, datetime.now(UTC)  # the message's ts is ``now`` too
         deps.view.record(
-            draft.draft_id, draft.run_id, Event(draft.agent_id, name, decision.text, channel=draft.channel)
+            draft.draft_id, draft.run_id, Event(draft.agent_id, name, decision.text, channel=draft.channel, ts=ts)
         )
     if decision.decision is Decision.RETRY:
         attempts = [a for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] != draft.attempt]

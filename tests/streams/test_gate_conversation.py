@@ -95,6 +95,7 @@ async def test_a_commit_is_in_the_conversation_at_once_and_never_in_its_own_rede
     first, again, nxt = (r.trajectory for r in requests_of(judge, "suitability"))
     assert [e.text for e in first] == [e.text for e in again] == ["Morning."]
     assert [e.text for e in nxt] == ["Morning.", "Morning, Jim!"]  # read-your-writes, before the feed has it
+    assert nxt[-1].ts is not None and nxt[-1].agent_name == "Michael"
     assert deps.view.apply(message(5, "michael", "Morning, Jim!").model_copy(update={"message_id": "d-1"})) is False
 
 
