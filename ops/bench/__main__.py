@@ -61,6 +61,16 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         "≤ 50",
         lambda r: r["step_round_trip_p50_ms"] <= 50,
     ),
+    "metareason_sample_10k_s": (
+        "MetaReason: sample and render 10,000 variants of seed 002's complete example (s, best of 5)",
+        "< 1",
+        lambda r: r["metareason_sample_10k_s"] < 1,
+    ),
+    "metareason_run_overhead_ms": (
+        "MetaReason: runner cost per variant beyond target and judge (ms, 2,000 variants, best of 3)",
+        "≤ 2",
+        lambda r: r["metareason_run_overhead_ms"] <= 2,
+    ),
 }
 
 
@@ -98,7 +108,7 @@ def main() -> None:
     """Each benchmark runs in a fresh interpreter: a microbenchmark timed inside a process that has imported
     Faust and the Kafka clients pays for their larger heap in garbage collection (measured: ~60% slower)."""
     started = time.monotonic()
-    for name in ("checks", "gate", "steps"):
+    for name in ("checks", "gate", "steps", "metareason"):
         print(f"== {name}", flush=True)
         subprocess.run([sys.executable, "-m", f"ops.bench.{name}"], check=True)
     results = json.loads(RESULTS_PATH.read_text(encoding="utf-8"))
