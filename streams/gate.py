@@ -42,6 +42,15 @@ from streams.stats import GateStats
 from streams.topics import Topics
 
 RECENT_KEPT = 10
+#: After a worker starts, a draft that needs the judge waits at most this long (once) for the history feed to
+#: replay ``messages``, so early drafts are not judged on a half-read conversation.
+REPLAY_WAIT_S = 2.0
+
+
+class CatchUp(Protocol):
+    """The history feed's barrier (:meth:`streams.history.HistoryFeed.caught_up`)."""
+
+    async def caught_up(self, timeout_s: float) -> bool: ...
 
 
 class OutTopics(NamedTuple):
@@ -72,6 +81,8 @@ class GateDeps:
     stats: GateStats = field(default_factory=GateStats)
     #: the conversation as agents saw it (the worker's history view, shared with the steps service)
     view: HistoryView = field(default_factory=HistoryView)
+    feed: CatchUp | None = None  # None: nothing feeds the view but this gate (tests)
+    replayed: bool = False  # the feed has caught up once since the worker started
     _tokens: dict[str, TokenizedMessage] = field(default_factory=dict)
 
     async def flush_tables(
@@ -160,6 +171,8 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
     # a redelivered draft whose commit was already recorded must not be compared with itself
     recent = [r for r in history if r.get("id") != draft.draft_id]
     similar = config.gate_similarity_enabled
+    if dims and deps.feed is not None and not deps.replayed:  # once per worker: the history replayed
+        deps.replayed = await deps.feed.caught_up(min(deps.settings.judge_deadline_s, REPLAY_WAIT_S))
     # the conversation and the persona are only needed when a judge is asked
     target = (
         _target(deps, draft, recent, _persona(deps, draft))

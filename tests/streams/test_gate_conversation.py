@@ -108,3 +108,24 @@ async def test_a_direct_message_sees_the_agents_direct_events() -> None:
     (request,) = requests_of(judge, "suitability")
     assert [(e.kind, e.text) for e in request.trajectory] == [(EventKind.STIMULUS, "Got a minute?")]
     assert request.mode is JudgeMode.SCORE
+
+
+async def test_the_first_judged_draft_waits_for_the_history_replay_once() -> None:
+    judge = ScriptedJudge.from_rules({"default": 9})
+    deps = make_deps(judge)
+    calls: list[float] = []
+
+    class Feed:
+        async def caught_up(self, timeout_s: float) -> bool:
+            calls.append(timeout_s)
+            if len(calls) == 2:  # the replay completes during the second wait
+                deps.view.apply(message(1, "jim", "Replayed from the topic."))
+                return True
+            return False
+
+    deps.feed = Feed()
+    for n in range(4):
+        await judge_attempt(deps, draft(draft_id=f"d-{n}"))
+    assert len(calls) == 2 and all(0 < t <= 2.0 for t in calls)  # bounded, and never again once caught up
+    trajectories = [[e.text for e in r.trajectory] for r in requests_of(judge, "suitability")]
+    assert trajectories[1:] == [["Replayed from the topic."]] * 3
