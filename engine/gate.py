@@ -5,13 +5,16 @@ judged in parallel (each with its own deadline, failing open), and no extra LLM 
 
 Decision table for one attempt (``attempt`` is 1-based, at most ``1 + max_correction_attempts`` attempts):
 
+- the agent chose silence (``skip``) → skip / ``skipped``: passes at once, nothing is committed (TinyTroupe's
+  DONE action, which always passes);
 - the gate is disabled for the agent, or no check is enabled → commit / ``passed``;
+- the agent has fewer committed actions than ``minimum_required_qty_of_actions`` → commit / ``not_gated_yet``;
 - every check passed → commit / ``passed`` (first attempt) or ``passed_after_retry``;
 - every enabled LLM dimension timed out and similarity (if enabled) passed → commit / ``timeout_pass_through``;
 - a check failed and attempts are left → retry / ``corrected`` with feedback;
 - a check failed and attempts are exhausted → commit the attempt with the highest sum of dimension scores
-  (earliest wins ties; similarity does not add to the total) / ``forced_through``, or reject / ``rejected``
-  when ``continue_on_failure`` is false.
+  (earliest wins ties; similarity does not add to the total; a timed-out dimension counts at its threshold,
+  since it passed) / ``forced_through``, or reject / ``rejected`` when ``continue_on_failure`` is false.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class Decision(StrEnum):
     COMMIT = "commit"
     RETRY = "retry"
     REJECT = "reject"
+    SKIP = "skip"  # the agent chose silence: nothing to commit
 
 
 class Outcome(StrEnum):
@@ -45,6 +49,8 @@ class Outcome(StrEnum):
     TIMEOUT_PASS_THROUGH = "timeout_pass_through"  # noqa: S105 (an outcome, not a password)
     CORRECTED = "corrected"
     REJECTED = "rejected"
+    SKIPPED = "skipped"
+    NOT_GATED_YET = "not_gated_yet"  # fewer committed actions than minimum_required_qty_of_actions
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +88,11 @@ class AttemptResult:
 
     @property
     def total_score(self) -> float:
-        """Sum of dimension scores: the best-attempt criterion (similarity deliberately not added)."""
-        return sum(c.score for c in self.checks)
+        """Sum of dimension scores: the best-attempt criterion (similarity deliberately not added).
+
+        A timed-out dimension passed (fail-open), so it counts at its threshold, not at 0: an attempt is not
+        ranked below another merely because the judge was slow on it."""
+        return sum(c.threshold if c.timed_out else c.score for c in self.checks)
 
     @property
     def all_timed_out(self) -> bool:
@@ -118,6 +127,21 @@ class GateDecision:
 
 def gate_active(config: AgentConfig) -> bool:
     return config.gate_enabled and (bool(config.enabled_gate_dimensions()) or config.gate_similarity_enabled)
+
+
+def pre_decision(
+    *, skip: bool, config: AgentConfig, prior_actions: int, attempt: int, text: str
+) -> GateDecision | None:
+    """The verdict of an attempt that needs no check, or None when the checks must run.
+
+    ``prior_actions`` is the number of the agent's committed actions the gate knows of."""
+    if skip:
+        return GateDecision(Decision.SKIP, Outcome.SKIPPED, "", None)
+    if not gate_active(config):
+        return GateDecision(Decision.COMMIT, Outcome.PASSED, text, attempt)
+    if prior_actions < config.minimum_required_qty_of_actions:
+        return GateDecision(Decision.COMMIT, Outcome.NOT_GATED_YET, text, attempt)
+    return None
 
 
 def check_similarity(draft: TokenizedMessage, recent: Sequence[TokenizedMessage], threshold: float) -> SimilarityCheck:
@@ -219,22 +243,24 @@ def decide(result: AttemptResult, earlier: Sequence[AttemptSummary], config: Age
 
 
 def _escalation(attempt: int, max_attempts: int) -> str:
+    """The closing instruction of every retry feedback (TinyTroupe: from the first retry on, change more
+    radically on each failure, and stopping beats acting poorly; here stopping is ``skip: true``)."""
     base = (
         "Rewrite the message so that it passes every check above, staying in character and answering "
-        "the same situation."
+        "the same situation. If it fails again, change it more radically each time."
     )
-    say_little = " If you cannot write a message that passes, it is better to say very little than to act poorly."
-    guides_last_attempt = attempt >= max_attempts - 1
+    silence = (
+        "If you cannot write a message that passes, stay silent instead: send the draft again with "
+        "skip: true. Saying nothing is better than acting poorly."
+    )
     if attempt <= 1:
-        return base + say_little if guides_last_attempt else base
+        return f"{base}\n{silence}"
     stronger = (
         f"This is failed attempt {attempt} of {max_attempts}. Each failure means your changes were too "
         "timid: change the message MORE RADICALLY than last time — different opening, different content, "
         "different phrasing."
     )
-    if guides_last_attempt:
-        stronger += say_little
-    return f"{base}\n{stronger}"
+    return f"{base}\n{stronger}\n{silence}"
 
 
 def build_feedback(result: AttemptResult, config: AgentConfig) -> str:

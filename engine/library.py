@@ -17,7 +17,7 @@ from engine.propositions.loader import FileCache
 class PropositionLibrary:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self._sets: dict[tuple[str | None, Dimension], PropositionSet] = {}
+        self._sets: dict[tuple[str | None, Dimension, bool], PropositionSet] = {}
         self._files: FileCache = {}  # each file parsed once (a dimension's default file serves every agent)
         self._personas: dict[str, Persona | None] = {}
 
@@ -27,16 +27,19 @@ class PropositionLibrary:
         if issues:
             raise PropositionFileError(issues)
 
-    def pset(self, agent_id: str | None, dimension: Dimension) -> PropositionSet:
-        key = (agent_id, dimension)
+    def pset(self, agent_id: str | None, dimension: Dimension, *, action: bool = False) -> PropositionSet:
+        """The merged set; ``action``: the gate's action-level claims (see :func:`engine.propositions.merge`)."""
+        key = (agent_id, dimension, action)
         cached = self._sets.get(key)
         if cached is None:
-            cached = load_set(self.directory, dimension, agent_id, cache=self._files)
+            cached = load_set(self.directory, dimension, agent_id, cache=self._files, action=action)
             self._sets[key] = cached
         return cached
 
-    def psets(self, agent_id: str | None, dimensions: tuple[Dimension, ...]) -> dict[Dimension, PropositionSet]:
-        return {d: self.pset(agent_id, d) for d in dimensions}
+    def psets(
+        self, agent_id: str | None, dimensions: tuple[Dimension, ...], *, action: bool = False
+    ) -> dict[Dimension, PropositionSet]:
+        return {d: self.pset(agent_id, d, action=action) for d in dimensions}
 
     def persona(self, agent_id: str) -> Persona | None:
         if agent_id not in self._personas:

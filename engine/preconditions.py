@@ -36,8 +36,10 @@ def precondition_names() -> tuple[str, ...]:
 
 @register_precondition("has_prior_actions")
 def has_prior_actions(events: Sequence[Event], context: Mapping[str, str], variables: Mapping[str, str]) -> bool:
-    """True when the target has at least one committed action before the judged one."""
-    return any(e.kind is EventKind.ACTION for e in events)
+    """True when the target has at least one committed action before the judged one. With ``agent_id`` in the
+    context (a conversation trajectory that holds other agents' messages too), only that agent's actions count."""
+    agent = context.get("agent_id")
+    return any(e.kind is EventKind.ACTION and (agent is None or e.agent_id == agent) for e in events)
 
 
 @register_precondition("is_direct_message")

@@ -226,15 +226,19 @@ async def score_dimension(
     )
 
 
-async def check_claim(judge: Judge, claim: Claim, target: ScoringTarget, window: Window) -> tuple[bool, JudgeResult]:
-    """A boolean check of one claim over ``target`` (textual preconditions of interventions)."""
+async def check_claim(
+    judge: Judge, claim: Claim, target: ScoringTarget, window: Window, *, include_persona: bool = False
+) -> tuple[bool, JudgeResult]:
+    """A boolean check of one claim over ``target`` (textual preconditions of interventions).
+
+    As in TinyTroupe, the judge sees no persona unless asked (``include_persona``)."""
     events, first_part, omitted = window_events(target.events, window.first_n, window.last_n)
     request = JudgeRequest(
         mode=JudgeMode.CHECK,
         claims=(claim,),
         target_name=target.target_name,
         agent_id=target.agent_id,
-        persona=target.persona,
+        persona=target.persona if include_persona else None,
         trajectory=events,
         first_part=first_part,
         omitted=omitted,

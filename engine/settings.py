@@ -9,13 +9,38 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigurationError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-BUNDLED_PROPOSITIONS = REPO_ROOT / "propositions"
+PROPOSITIONS_PACKAGE, EXAMPLES_PACKAGE = "persona_drift_propositions", "persona_drift_examples"
+
+
+@cache
+def package_data_dir(package: str, source_folder: str) -> Path:
+    """The directory of a data package of the distribution (``propositions/`` and ``ops/examples/`` in the
+    repository, mapped in pyproject.toml); a source checkout that is not installed uses the folder itself."""
+    try:
+        return Path(str(resources.files(package)))
+    except ModuleNotFoundError:
+        return REPO_ROOT / source_folder
+
+
+def bundled_propositions() -> Path:
+    """The bundled propositions directory, wherever the distribution is installed."""
+    return package_data_dir(PROPOSITIONS_PACKAGE, "propositions")
+
+
+def bundled_example(name: str) -> Path:
+    """A bundled example file (``office_conversation.jsonl`` for ``drift demo``)."""
+    return package_data_dir(EXAMPLES_PACKAGE, "ops/examples") / name
+
+
+BUNDLED_PROPOSITIONS = bundled_propositions()
 DEFAULT_KAFKA_PORT = 9092
 DEFAULT_PG_PORT = 5432
 DEFAULT_DATA_DIR = Path(os.environ.get("XDG_STATE_HOME", str(Path.home() / ".local" / "state"))) / "persona-drift"

@@ -169,7 +169,8 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     _install_state(app, rt, partitions)
     _install_sinks(app, rt)
     install_evaluations(app, rt)
-    install_steps(app, rt)
+    steps = install_steps(app, rt)
+    deps.view, deps.feed = steps.view, steps.feed  # the gate judges with the conversation the steps service sees
     _install_lifecycle(app, rt, configs)
     return app, rt
 

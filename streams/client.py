@@ -5,6 +5,7 @@
     async with GateClient("127.0.0.1:9092") as gate:          # also reads DRIFT_BROKER
         verdict = await gate.check(agent_id="michael", text="...")
         final = await gate.converse(agent_id="michael", text="...", regenerate=regen)  # regen(feedback) -> str
+        # regen may return None: the agent stays silent (a ``skip`` attempt; verdict decision "skip")
 
 Many concurrent calls share one producer and one consumer; replies are matched by draft id and attempt
 (verdicts) or by run id and step (directives). The consumer reads the reply topics without a consumer group,
@@ -27,7 +28,8 @@ from streams.kafka import client_kwargs, consumer_kwargs, start_with_retry
 from streams.payloads import Directives, Draft, Message, Step, Verdict, decode, encode
 from streams.topics import Topics
 
-Regenerate = Callable[[str], str | Awaitable[str]]
+#: Turns the gate's feedback into the next attempt's text; None means the agent chooses silence (skip).
+Regenerate = Callable[[str], str | Awaitable[str | None] | None]
 
 
 class GateClient:
@@ -145,15 +147,24 @@ class GateClient:
     async def converse(
         self, *, agent_id: str, text: str, regenerate: Regenerate, max_attempts: int = 20, **fields: Any
     ) -> Verdict:
-        """Check, regenerate with the feedback and check again until the gate commits or rejects."""
+        """Check, regenerate with the feedback and check again until the gate commits, rejects or the agent
+        stays silent (``regenerate`` returned None: a ``skip`` attempt, verdict decision ``skip``)."""
         draft_id = fields.pop("draft_id", None) or uuid.uuid4().hex
+        skip = False
         for attempt in range(1, max_attempts + 1):
-            verdict = await self.check(agent_id=agent_id, text=text, draft_id=draft_id, attempt=attempt, **fields)
+            verdict = await self.check(
+                agent_id=agent_id, text=text, draft_id=draft_id, attempt=attempt, skip=skip, **fields
+            )
             if verdict.decision != "retry":
                 return verdict
             new_text = regenerate(verdict.feedback or "")
-            text = await new_text if inspect.isawaitable(new_text) else new_text
+            chosen = await new_text if inspect.isawaitable(new_text) else new_text
+            skip, text = chosen is None, chosen or ""
         raise ReplyTimeout(f"draft {draft_id} still asked for a retry after {max_attempts} attempts")
+
+    async def skip(self, *, agent_id: str, draft_id: str, attempt: int = 1, **fields: Any) -> Verdict:
+        """The agent chooses silence for this draft: the gate passes it at once and commits nothing."""
+        return await self.check(agent_id=agent_id, text="", draft_id=draft_id, attempt=attempt, skip=True, **fields)
 
     async def step(
         self,

@@ -26,9 +26,8 @@ from engine.gate import (
     Decision,
     DimensionCheck,
     GateDecision,
-    Outcome,
     decide,
-    gate_active,
+    pre_decision,
     run_checks,
 )
 from engine.judges.base import Judge
@@ -37,11 +36,21 @@ from engine.models import Event, Persona
 from engine.scoring import ScoringTarget
 from engine.settings import Settings
 from streams.configs import ConfigCache
+from streams.history import HistoryView
 from streams.payloads import Draft
 from streams.stats import GateStats
 from streams.topics import Topics
 
 RECENT_KEPT = 10
+#: After a worker starts, a draft that needs the judge waits at most this long (once) for the history feed to
+#: replay ``messages``, so early drafts are not judged on a half-read conversation.
+REPLAY_WAIT_S = 2.0
+
+
+class CatchUp(Protocol):
+    """The history feed's barrier (:meth:`streams.history.HistoryFeed.caught_up`)."""
+
+    async def caught_up(self, timeout_s: float) -> bool: ...
 
 
 class OutTopics(NamedTuple):
@@ -70,6 +79,10 @@ class GateDeps:
     recent: MutableMapping[str, Any]
     pending: MutableMapping[str, Any]
     stats: GateStats = field(default_factory=GateStats)
+    #: the conversation as agents saw it (the worker's history view, shared with the steps service)
+    view: HistoryView = field(default_factory=HistoryView)
+    feed: CatchUp | None = None  # None: nothing feeds the view but this gate (tests)
+    replayed: bool = False  # the feed has caught up once since the worker started
     _tokens: dict[str, TokenizedMessage] = field(default_factory=dict)
 
     async def flush_tables(
@@ -109,9 +122,18 @@ def _persona(deps: GateDeps, draft: Draft) -> Persona | None:
     return persona
 
 
+def conversation(deps: GateDeps, draft: Draft, recent: list[dict[str, Any]], name: str) -> tuple[Event, ...]:
+    """The action-level trajectory: the draft's channel (or, for a direct message, the agent's direct events)
+    as the agent saw it — other agents' messages and stimuli included — without the draft's own commit.
+    A worker whose view has nothing yet (just started) falls back to the agent's own recent commits."""
+    events = deps.view.trajectory(draft.run_id, draft.channel, (draft.agent_id,), exclude=draft.draft_id)
+    if events:
+        return tuple(events)
+    return tuple(Event(draft.agent_id, name, r["text"], channel=r.get("channel")) for r in recent)
+
+
 def _target(deps: GateDeps, draft: Draft, recent: list[dict[str, Any]], persona: Persona | None) -> ScoringTarget:
     name = draft.agent_name or (persona.name if persona else draft.agent_id)
-    events = tuple(Event(draft.agent_id, name, r["text"], channel=r.get("channel")) for r in recent)
     variables = {"agent_name": name, "action": draft.text}
     if draft.channel:
         variables["channel_name"] = draft.channel
@@ -121,28 +143,46 @@ def _target(deps: GateDeps, draft: Draft, recent: list[dict[str, Any]], persona:
         target_name=name,
         agent_id=draft.agent_id,
         persona=persona,
-        events=events,
+        events=conversation(deps, draft, recent, name),
         action=draft.text,
         variables=variables,
+        context={"agent_id": draft.agent_id},  # has_prior_actions counts this agent's actions only
     )
+
+
+def committed_actions(history: list[dict[str, Any]]) -> int:
+    """How many actions of the agent the gate has committed or seen: the ordinal ``n`` of the newest entry
+    (entries written before ordinals existed count one each)."""
+    return max((int(h.get("n", i + 1)) for i, h in enumerate(history)), default=0)
 
 
 async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, GateDecision]:
     config = deps.configs.get(draft.agent_id, draft.agent_name)
-    if not gate_active(config):
-        result = AttemptResult(attempt=draft.attempt, text=draft.text)
-        return result, GateDecision(Decision.COMMIT, Outcome.PASSED, draft.text, draft.attempt)
-    dims = config.enabled_gate_dimensions()
     history = deps.recent.get(draft.agent_id) or []
+    # a redelivered draft whose commit was already recorded must not count itself
+    minimum = config.minimum_required_qty_of_actions
+    prior = committed_actions([r for r in history if r.get("id") != draft.draft_id]) if minimum else 0
+    early = pre_decision(skip=draft.skip, config=config, prior_actions=prior, attempt=draft.attempt, text=draft.text)
+    if early is not None:
+        return AttemptResult(attempt=draft.attempt, text=draft.text), early
+    dims = config.enabled_gate_dimensions()
     if not dims:  # only the similarity window is needed (one more, in case the draft's own entry is there)
         history = history[-RECENT_FOR_SIMILARITY - 1 :]
     # a redelivered draft whose commit was already recorded must not be compared with itself
     recent = [r for r in history if r.get("id") != draft.draft_id]
     similar = config.gate_similarity_enabled
+    if dims and deps.feed is not None and not deps.replayed:  # once per worker: the history replayed
+        deps.replayed = await deps.feed.caught_up(min(deps.settings.judge_deadline_s, REPLAY_WAIT_S))
+    # the conversation and the persona are only needed when a judge is asked
+    target = (
+        _target(deps, draft, recent, _persona(deps, draft))
+        if dims
+        else ScoringTarget(draft.agent_id, action=draft.text)
+    )
     result = await run_checks(
         deps.judge,
-        deps.library.psets(draft.agent_id, dims),
-        _target(deps, draft, recent if dims else [], _persona(deps, draft)),  # history only for the judge
+        deps.library.psets(draft.agent_id, dims, action=True),
+        target,
         config,
         attempt=draft.attempt,
         recent=[deps.tokenized(r["text"]) for r in recent[-RECENT_FOR_SIMILARITY:]] if similar else [],
@@ -233,8 +273,13 @@ def utcnow_iso() -> str:
 
 def remember_commit(recent: MutableMapping[str, Any], agent_id: str, message_id: str, text: str,
                     channel: str | None) -> None:  # fmt: skip
-    history = [h for h in recent.get(agent_id) or [] if h.get("id") != message_id]
-    history.append({"id": message_id, "text": text, "channel": channel})
+    """Add a committed action to the agent's recent messages; ``n`` is its ordinal among the agent's actions
+    (``minimum_required_qty_of_actions`` reads it), kept when the same message is recorded again."""
+    known = recent.get(agent_id) or []
+    again = next((h for h in known if h.get("id") == message_id), None)
+    history = [h for h in known if h.get("id") != message_id]
+    n = int(again["n"]) if again is not None and "n" in again else committed_actions(history) + 1
+    history.append({"id": message_id, "text": text, "channel": channel, "n": n})
     recent[agent_id] = history[-RECENT_KEPT:]
 
 
@@ -261,6 +306,10 @@ async def process_draft(
         message = orjson.dumps(committed_message(draft, decision.text, now))
         deliveries.append(await send(topics.messages, key, message))
         remember_commit(deps.recent, draft.agent_id, draft.draft_id, decision.text, draft.channel)
+        name, ts = draft.agent_name or draft.agent_id, datetime.now(UTC)  # the message's ts is ``now`` too
+        deps.view.record(
+            draft.draft_id, draft.run_id, Event(draft.agent_id, name, decision.text, channel=draft.channel, ts=ts)
+        )
     if decision.decision is Decision.RETRY:
         attempts = [a for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] != draft.attempt]
         attempts.append({"attempt": draft.attempt, "text": draft.text, "total_score": result.total_score})

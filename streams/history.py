@@ -60,7 +60,7 @@ def event_of(message: Message) -> Event:
     return Event(message.agent_id, name, message.text, kind, message.channel, message.source, message.ts)
 
 
-def _in_run(stored: _Stored, run_id: str) -> bool:
+def _in_run(stored: _Stored, run_id: str | None) -> bool:
     return stored.run_id is None or stored.run_id == run_id
 
 
@@ -107,14 +107,19 @@ class HistoryView:
 
     def apply(self, message: Message) -> bool:
         """Record ``message``; False when it was already recorded."""
-        own = lru_touch(self._agents, message.agent_id, lambda: _AgentEvents(self.agent_kept), self.max_agents)
-        if message.message_id in own.ids:
+        return self.record(message.message_id, message.run_id, event_of(message))
+
+    def record(self, message_id: str, run_id: str | None, event: Event) -> bool:
+        """Record one committed event (the gate records its commits at once: read-your-writes on this worker;
+        the feed brings the same message again later and it is ignored). False when already recorded."""
+        own = lru_touch(self._agents, event.agent_id, lambda: _AgentEvents(self.agent_kept), self.max_agents)
+        if message_id in own.ids:
             return False
         self._seq += 1
-        stored = _Stored(self._seq, message.message_id, message.run_id, event_of(message))
+        stored = _Stored(self._seq, message_id, run_id, event)
         own.add(stored)
-        if message.channel is not None:
-            key = (message.run_id, message.channel)
+        if event.channel is not None:
+            key = (run_id, event.channel)
             shared = lru_touch(self._channels, key, lambda: deque(maxlen=self.channel_kept), self.max_channels)
             if not _broadcast_copy(shared, stored.event):
                 shared.append(stored)
@@ -124,16 +129,20 @@ class HistoryView:
         """The agent's own events of ``run_id`` (and of no run), oldest first."""
         return [s.event for s in self._agents.get(agent_id, ()) if _in_run(s, run_id)]
 
-    def trajectory(self, run_id: str, channel: str | None, agent_ids: Sequence[str]) -> list[Event]:
-        """The channel's last events in ``run_id``; without a channel, the acting agents' direct events."""
+    def trajectory(
+        self, run_id: str | None, channel: str | None, agent_ids: Sequence[str], *, exclude: str | None = None
+    ) -> list[Event]:
+        """The channel's last events in ``run_id`` (and of no run); without a channel, the agents' direct
+        events. ``exclude``: a message id left out (a redelivered draft never sees its own commit)."""
         if channel is None:
             parts = [
                 [s for s in self._agents.get(a, ()) if s.event.channel is None and _in_run(s, run_id)]
                 for a in dict.fromkeys(agent_ids)
             ]
         else:
-            parts = [list(self._channels.get((run_id, channel), ())), list(self._channels.get((None, channel), ()))]
-        merged = list(heapq.merge(*parts, key=lambda s: s.seq))
+            keys = dict.fromkeys([(run_id, channel), (None, channel)])  # once when run_id is None
+            parts = [list(self._channels.get(key, ())) for key in keys]
+        merged = [s for s in heapq.merge(*parts, key=lambda s: s.seq) if s.message_id != exclude]
         return [s.event for s in merged[-self.channel_kept :]]
 
 

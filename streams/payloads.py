@@ -45,6 +45,11 @@ class Draft(_Inbound):
     agent_name: str | None = Field(None, description="Display name; overrides the persona file's name")
     persona: str | None = Field(None, description="Persona text; overrides the persona file")
     sent_at: datetime | None = Field(None, description="RFC 3339")
+    skip: bool = Field(
+        False,
+        description="The agent chose silence: the attempt passes at once (decision skip, outcome skipped) and "
+        "nothing is committed",
+    )
 
     @field_validator("text")
     @classmethod
@@ -76,8 +81,17 @@ class TokenUsageOut(_Outbound):
     cache_creation_input_tokens: int = 0
 
 
-Decision = Literal["commit", "retry", "reject"]
-Outcome = Literal["passed", "passed_after_retry", "forced_through", "timeout_pass_through", "corrected", "rejected"]
+Decision = Literal["commit", "retry", "reject", "skip"]
+Outcome = Literal[
+    "passed",
+    "passed_after_retry",
+    "forced_through",
+    "timeout_pass_through",
+    "corrected",
+    "rejected",
+    "skipped",
+    "not_gated_yet",
+]
 
 
 class Verdict(_Outbound):

@@ -12,6 +12,26 @@ from engine.gate import AttemptResult
 from engine.models import ZERO_USAGE, TokenUsage
 
 LATENCY_WINDOW = 10_000
+#: Outcomes of an attempt whose checks failed (TinyTroupe: a failed regeneration when the attempt is > 1).
+FAILED_OUTCOMES = frozenset({"corrected", "forced_through", "rejected"})
+#: Outcomes of an attempt the gate did not judge: the agent chose silence, or it is below the minimum of actions.
+UNJUDGED_OUTCOMES = frozenset({"skipped", "not_gated_yet"})
+
+
+@dataclass
+class Moments:
+    """Count, mean and population sd of a stream of values (for failed scores, per dimension)."""
+
+    n: int = 0
+    total: float = 0.0
+    squares: float = 0.0
+
+    def add(self, value: float) -> None:
+        self.n, self.total, self.squares = self.n + 1, self.total + value, self.squares + value * value
+
+    def summary(self) -> dict[str, float | int]:
+        mean = self.total / self.n
+        return {"n": self.n, "mean": mean, "sd": max(self.squares / self.n - mean * mean, 0.0) ** 0.5}
 
 
 @dataclass
@@ -20,7 +40,11 @@ class GateStats:
 
     attempts: int = 0
     drafts_first_attempt: int = 0
+    first_attempts_judged: int = 0
     first_attempt_passed: int = 0
+    regenerations: int = 0
+    failed_regenerations: int = 0
+    failed_scores: dict[str, Moments] = field(default_factory=dict)
     outcomes: Counter[str] = field(default_factory=Counter)
     dimension_failures: Counter[str] = field(default_factory=Counter)
     dimension_timeouts: Counter[str] = field(default_factory=Counter)
@@ -36,9 +60,13 @@ class GateStats:
     def record(self, result: AttemptResult, outcome: str, attempt: int, latency_ms: float) -> None:
         self.attempts += 1
         self.outcomes[outcome] += 1
+        judged = outcome not in UNJUDGED_OUTCOMES
         if attempt == 1:
             self.drafts_first_attempt += 1
+            self.first_attempts_judged += judged
             self.first_attempt_passed += outcome in {"passed", "timeout_pass_through"}
+        elif judged:
+            self._regeneration(result, failed=outcome in FAILED_OUTCOMES)
         for check in result.checks:
             name = check.dimension.value
             if check.timed_out:
@@ -55,17 +83,29 @@ class GateStats:
             self.usage = self.usage + result.usage
         self.latencies_ms.append(latency_ms)
 
+    def _regeneration(self, result: AttemptResult, *, failed: bool) -> None:
+        """TinyTroupe's regeneration statistics: a regeneration is a judged attempt after the first."""
+        self.regenerations += 1
+        if not failed:
+            return
+        self.failed_regenerations += 1
+        for check in result.checks:
+            if not check.timed_out:
+                self.failed_scores.setdefault(check.dimension.value, Moments()).add(check.score)
+
     def snapshot(self) -> dict[str, Any]:
         lat = np.asarray(self.latencies_ms, dtype=float)
         pct = {f"p{q}": float(np.percentile(lat, q)) if lat.size else None for q in (50, 90, 99)}
-        retried = self.outcomes["corrected"]
         return {
             "attempts": self.attempts,
             "drafts": self.drafts_first_attempt,
             "outcomes": dict(self.outcomes),
-            "regeneration_failure_rate": retried / self.attempts if self.attempts else 0.0,
-            "original_success_rate": self.first_attempt_passed / self.drafts_first_attempt
-            if self.drafts_first_attempt
+            "regenerations": self.regenerations,
+            "failed_regenerations": self.failed_regenerations,
+            "regeneration_failure_rate": self.failed_regenerations / self.regenerations if self.regenerations else 0.0,
+            "failed_scores": {k: m.summary() for k, m in sorted(self.failed_scores.items())},
+            "original_success_rate": self.first_attempt_passed / self.first_attempts_judged
+            if self.first_attempts_judged
             else None,
             "dimension_failures": dict(self.dimension_failures),
             "dimension_timeouts": dict(self.dimension_timeouts),

@@ -81,8 +81,10 @@ class Intervention:
     def __repr__(self) -> str:
         return f"Intervention(name={self.name!r}, targets={list(self.targets)!r})"
 
-    def set_textual_precondition(self, claim: str, *, scope: Scope = Scope.AGENT) -> Intervention:
-        self.textual = TextualPrecondition(claim, scope)
+    def set_textual_precondition(
+        self, claim: str, *, scope: Scope = Scope.AGENT, include_persona: bool = False
+    ) -> Intervention:
+        self.textual = TextualPrecondition(claim, scope, include_persona)
         return self
 
     def set_functional_precondition(self, fn: FunctionalPrecondition) -> Intervention:

@@ -151,7 +151,11 @@ def _reference_of(document: Document, path: FieldPath, name: str, model: Proposi
 
 def _spec(document: Document, index: int, entry: InterventionModel, propositions_dir: Path) -> InterventionSpec:
     pre = entry.preconditions
-    textual = None if pre.textual is None else TextualPrecondition(pre.textual.claim, pre.textual.scope)
+    textual = (
+        None
+        if pre.textual is None
+        else TextualPrecondition(pre.textual.claim, pre.textual.scope, pre.textual.include_persona)
+    )
     ref_path: FieldPath = ("interventions", index, "preconditions", "propositional")
     variants = {k: v for k, v in entry.effect.items() if k != DEFAULT_EFFECT_KEY}
     return InterventionSpec(

@@ -46,6 +46,7 @@ PropositionLike = Union[Proposition, PropositionSet, InlineProposition]  # noqa:
 class TextualPrecondition:
     claim: str
     scope: Scope = Scope.AGENT
+    include_persona: bool = False  # TinyTroupe judges textual preconditions without the persona
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +97,7 @@ async def evaluate_textual(
     """Check the claim; its id (for judges and logs) is ``claim_id``, e.g. ``variety:textual``."""
     target = scoring_target(context, pre.scope)
     text = render_claim(pre.claim, target.variables)
-    value, result = await check_claim(judge, Claim(claim_id, text), target, window)
+    value, result = await check_claim(judge, Claim(claim_id, text), target, window, include_persona=pre.include_persona)
     reasoning = result.answers[0].reasoning
     return _result(PreconditionKind.TEXTUAL, text, value, reasoning, [result])
 

@@ -50,6 +50,9 @@ class TextualModel(BaseModel):
 
     claim: StrictText = Field(description="A claim the judge checks true/false; may use {{agent_name}}.")
     scope: Scope = Field(Scope.AGENT, description="agent: the targets' own histories; channel: the channel.")
+    include_persona: StrictFlag = Field(
+        False, description="Give the judge the target's persona (default: no persona, as in TinyTroupe)."
+    )
 
     @field_validator("claim")
     @classmethod

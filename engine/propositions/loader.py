@@ -16,8 +16,10 @@ from engine.errors import FileIssue, PropositionFileError
 from engine.models import Dimension
 from engine.propositions.issues import validate_document
 from engine.propositions.models import (
+    ACTION_SECTION,
     ID_PATTERN,
     SETTING_FIELDS,
+    TRAJECTORY_SECTION,
     Proposition,
     PropositionFile,
     PropositionSet,
@@ -37,11 +39,11 @@ class LoadedFile:
     model: PropositionFile
     document: Document
 
-    def proposition_issue(self, index: int, message: str) -> FileIssue:
-        return self.document.issue(("propositions", index, "id"), message)
+    def proposition_issue(self, index: int, message: str, section: str = TRAJECTORY_SECTION) -> FileIssue:
+        return self.document.issue((section, index, "id"), message)
 
-    def where(self, index: int) -> str:
-        return f"{self.path}:{self.document.line_of(('propositions', index, 'id'))}"
+    def where(self, index: int, section: str = TRAJECTORY_SECTION) -> str:
+        return f"{self.path}:{self.document.line_of((section, index, 'id'))}"
 
 
 def load_file(path: Path) -> PropositionFile:
@@ -61,7 +63,7 @@ def read_file(
     if model is None:
         return None, issues
     loaded = LoadedFile(path, model, document)
-    issues.extend(_duplicate_ids([loaded]))
+    issues.extend(_duplicate_ids([loaded], TRAJECTORY_SECTION) + _duplicate_ids([loaded], ACTION_SECTION))
     if dimension is not None:
         issues.extend(_placement_issues(loaded, dimension, agent_id))
     return loaded, issues
@@ -84,28 +86,37 @@ def _placement_issues(loaded: LoadedFile, dimension: Dimension, agent_id: str | 
     return issues
 
 
-def _duplicate_ids(files: list[LoadedFile]) -> list[FileIssue]:
-    """One issue per repeated proposition id, at the repeat, naming the first definition."""
+def _duplicate_ids(files: list[LoadedFile], section: str) -> list[FileIssue]:
+    """One issue per proposition id repeated within ``section``, at the repeat, naming the first definition."""
     first: dict[str, tuple[LoadedFile, int]] = {}
     issues: list[FileIssue] = []
     for loaded in files:
-        for index, proposition in enumerate(loaded.model.propositions):
+        for index, proposition in enumerate(loaded.model.section(section)):
             if proposition.id in first:
                 other, other_index = first[proposition.id]
-                first_at = other.where(other_index)
+                first_at = other.where(other_index, section)
                 message = f"duplicate proposition id '{proposition.id}' (first defined at {first_at})"
-                issues.append(loaded.proposition_issue(index, message))
+                issues.append(loaded.proposition_issue(index, message, section))
             else:
                 first[proposition.id] = (loaded, index)
     return issues
 
 
 def merge(
-    default: LoadedFile | None, agent: LoadedFile | None, dimension: Dimension, agent_id: str | None
+    default: LoadedFile | None,
+    agent: LoadedFile | None,
+    dimension: Dimension,
+    agent_id: str | None,
+    *,
+    action: bool = False,
 ) -> PropositionSet:
-    """Merge a default and an agent file (either may be absent); raises on ids repeated across them."""
+    """Merge a default and an agent file (either may be absent); raises on ids repeated across them.
+
+    ``action``: the gate's set, from the files' ``action`` sections, or from their ``propositions`` when no
+    file has an action section (trees written before sections existed keep gating as they did)."""
     files = [f for f in (default, agent) if f is not None]
-    issues = _duplicate_ids(files)
+    section = ACTION_SECTION if action and any(f.model.action for f in files) else TRAJECTORY_SECTION
+    issues = _duplicate_ids(files, section)
     if issues:
         raise PropositionFileError(issues)
     settings: dict[str, Any] = {}
@@ -113,7 +124,7 @@ def merge(
         settings = {name: getattr(default.model, name) for name in SETTING_FIELDS}
     if agent is not None:
         settings.update({n: getattr(agent.model, n) for n in SETTING_FIELDS if n in agent.model.model_fields_set})
-    propositions: tuple[Proposition, ...] = tuple(p for f in files for p in f.model.propositions)
+    propositions: tuple[Proposition, ...] = tuple(p for f in files for p in f.model.section(section))
     return PropositionSet(
         dimension=dimension,
         agent_id=agent_id,
@@ -146,9 +157,15 @@ FileCache = dict[tuple[Path, Dimension, str | None], tuple[LoadedFile | None, li
 
 
 def load_set(
-    directory: Path, dimension: Dimension, agent_id: str | None, *, cache: FileCache | None = None
+    directory: Path,
+    dimension: Dimension,
+    agent_id: str | None,
+    *,
+    cache: FileCache | None = None,
+    action: bool = False,
 ) -> PropositionSet:
     """The merged set for ``agent_id`` (None: the defaults only). No files at all -> an empty set.
+    ``action``: the gate's action-level set (see :func:`merge`).
 
     ``cache`` keeps each file's parse for callers that load many sets (the default file of a dimension is
     then parsed once, not once per agent)."""
@@ -163,7 +180,7 @@ def load_set(
         issues.extend(agent_issues)
     if issues:
         raise PropositionFileError(issues)
-    return merge(default, agent, dimension, agent_id)
+    return merge(default, agent, dimension, agent_id, action=action)
 
 
 def _read_if_exists(

@@ -20,6 +20,9 @@ from engine.preconditions import precondition_names
 #: Proposition and agent ids: a letter or digit, then letters, digits, ``_ - . :``.
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 
+#: The two claim sections of a proposition file: trajectory-level (evaluation) and action-level (the gate).
+TRAJECTORY_SECTION, ACTION_SECTION = "propositions", "action"
+
 #: The file-level settings an agent file may override.
 SETTING_FIELDS: tuple[str, ...] = ("include_personas", "hard", "target_type", "first_n", "last_n")
 
@@ -124,7 +127,18 @@ class PropositionFile(BaseModel):
     )
     first_n: WindowSize = Field(None, description="Trajectory events kept from the start (unset: caller default).")
     last_n: WindowSize = Field(None, description="Trajectory events kept from the end (unset: caller default).")
-    propositions: tuple[Proposition, ...] = Field((), description="The claims of this file.")
+    propositions: tuple[Proposition, ...] = Field(
+        (), description="The claims of this file about the whole trajectory (offline evaluation)."
+    )
+    action: tuple[Proposition, ...] = Field(
+        (),
+        description="Action-level claims for the gate: about the next action (the draft, {{action}}), read in "
+        "the light of the trajectory. A set none of whose files has an action section gates on 'propositions'.",
+    )
+
+    def section(self, name: str) -> tuple[Proposition, ...]:
+        """The claims of one section: ``propositions`` or ``action``."""
+        return self.action if name == ACTION_SECTION else self.propositions
 
     @field_validator("agent_id")
     @classmethod

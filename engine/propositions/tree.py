@@ -97,7 +97,7 @@ def _check_dimension(directory: Path, dimension: Dimension, folder: Path) -> tup
         default, found = read_file(default_file(directory, dimension), dimension, None)
         files, default_ok = 1, default is not None and not found
         issues.extend(found)
-        propositions += len(default.model.propositions) if default is not None else 0
+        propositions += _count(default)
     for path in agent_files(folder):
         files += 1
         if not ID_PATTERN.fullmatch(path.stem):
@@ -107,18 +107,24 @@ def _check_dimension(directory: Path, dimension: Dimension, folder: Path) -> tup
         issues.extend(found)
         if agent is None:
             continue
-        propositions += len(agent.model.propositions)
+        propositions += _count(agent)
         if default_ok and not found:
             issues.extend(_merge_issues(default, agent, dimension))
     return files, propositions, issues
 
 
+def _count(loaded: LoadedFile | None) -> int:
+    return 0 if loaded is None else len(loaded.model.propositions) + len(loaded.model.action)
+
+
 def _merge_issues(default: LoadedFile | None, agent: LoadedFile, dimension: Dimension) -> list[FileIssue]:
-    try:
-        merge(default, agent, dimension, agent.path.stem)
-    except PropositionFileError as exc:
-        return list(exc.issues)
-    return []
+    issues: list[FileIssue] = []
+    for action in (False, True):
+        try:
+            merge(default, agent, dimension, agent.path.stem, action=action)
+        except PropositionFileError as exc:
+            issues.extend(i for i in exc.issues if i not in issues)
+    return issues
 
 
 def _check_personas(directory: Path) -> tuple[int, list[FileIssue]]:

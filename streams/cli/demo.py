@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from engine.settings import bundled_example
 from streams.cli.common import JudgeOpt, settings_from
 from streams.embedded import WorkerProcess, free_port, start_stack
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer()
 
-SAMPLE = Path(__file__).resolve().parents[2] / "ops" / "examples" / "office_conversation.jsonl"
+SAMPLE = bundled_example("office_conversation.jsonl")  # package data: present in a wheel install too
 DEMO_CONFIG: dict[str, Any] = {
     "gate_adherence_enabled": True,
     "gate_fluency_enabled": True,
@@ -40,7 +41,7 @@ DEMO_CONFIG: dict[str, Any] = {
     "max_correction_attempts": 1,
 }
 STYLE = {"passed": "green", "passed_after_retry": "cyan", "corrected": "yellow", "forced_through": "magenta",
-         "timeout_pass_through": "blue", "rejected": "red"}  # fmt: skip
+         "timeout_pass_through": "blue", "rejected": "red", "skipped": "dim", "not_gated_yet": "dim"}  # fmt: skip
 
 
 @app.command()

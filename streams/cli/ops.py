@@ -184,7 +184,8 @@ def print_stats(console: Console, s: dict[str, Any], source: str) -> None:
         ("attempts judged", s.get("attempts")),
         ("drafts (first attempts)", s.get("drafts")),
         ("original success rate", _fmt(s.get("original_success_rate"), 3)),
-        ("regeneration failure rate", _fmt(s.get("regeneration_failure_rate"), 3)),
+        ("regeneration failure rate (failed / regenerations)", f"{_fmt(s.get('regeneration_failure_rate'), 3)} "
+         f"({s.get('failed_regenerations', 0)} / {s.get('regenerations', 0)})"),
         ("similarity checks / failures", f"{s.get('similarity_checks', 0)} / {s.get('similarity_failures', 0)}"),
         ("verdict latency p50 / p90 / p99 (ms)", " / ".join(_fmt(latency.get(q), 1) for q in ("p50", "p90", "p99"))),
         ("judge calls", _fmt(s.get("judge_calls"))),
@@ -195,12 +196,14 @@ def print_stats(console: Console, s: dict[str, Any], source: str) -> None:
     ]  # fmt: skip
     for name, value in rows:
         totals.add_row(name, str(value))
-    dims = Table("dimension", "mean score", "failures", "timeouts", title="per dimension", title_justify="left")
+    dims = Table("dimension", "mean score", "failures", "timeouts", "failed regen. mean ± sd", title="per dimension",
+                 title_justify="left")  # fmt: skip
     names = sorted({*s.get("mean_scores", {}), *s.get("dimension_failures", {}), *s.get("dimension_timeouts", {})})
     for name in names:
-        mean = s.get("mean_scores", {}).get(name)
+        mean, failed = s.get("mean_scores", {}).get(name), s.get("failed_scores", {}).get(name)
+        spread = f"{failed['mean']:.2f} ± {failed['sd']:.2f} (n={failed['n']})" if failed else "—"
         dims.add_row(name, _fmt(mean), str(s.get("dimension_failures", {}).get(name, 0)),
-                     str(s.get("dimension_timeouts", {}).get(name, 0)))  # fmt: skip
+                     str(s.get("dimension_timeouts", {}).get(name, 0)), spread)  # fmt: skip
     outcomes = Table("outcome", "count", title="outcomes", title_justify="left")
     for outcome, count in sorted(s.get("outcomes", {}).items(), key=lambda kv: -kv[1]):
         outcomes.add_row(outcome, str(count))
@@ -216,11 +219,15 @@ SELECT d.key AS dimension,
        count(*) FILTER (WHERE NOT t.timed_out AND (d.value->>'score')::float8 < CASE d.key
            WHEN 'adherence' THEN a.gate_adherence_threshold WHEN 'consistency' THEN a.gate_consistency_threshold
            WHEN 'fluency' THEN a.gate_fluency_threshold ELSE a.gate_suitability_threshold END) AS failures,
-       count(*) FILTER (WHERE t.timed_out) AS timeouts
+       count(*) FILTER (WHERE t.timed_out) AS timeouts,
+       count(*) FILTER (WHERE NOT t.timed_out AND f.failed) AS failed_n,
+       avg((d.value->>'score')::float8) FILTER (WHERE NOT t.timed_out AND f.failed) AS failed_mean,
+       stddev_pop((d.value->>'score')::float8) FILTER (WHERE NOT t.timed_out AND f.failed) AS failed_sd
 FROM correction_logs c
 JOIN agent_evaluation_config a ON a.agent_id = c.agent_id,
 LATERAL jsonb_each(c.dimension_scores) d,
-LATERAL (SELECT coalesce((d.value->>'timed_out')::bool, false) AS timed_out) t
+LATERAL (SELECT coalesce((d.value->>'timed_out')::bool, false) AS timed_out) t,
+LATERAL (SELECT c.attempt_number > 1 AND c.outcome IN ('corrected', 'forced_through', 'rejected') AS failed) f
 WHERE ($1::text IS NULL OR c.agent_id = $1) AND ($2::timestamptz IS NULL OR c.created_at >= $2)
 GROUP BY d.key
 """
@@ -232,8 +239,11 @@ GROUP BY outcome
 _TOTALS_SQL = """
 SELECT count(*) AS attempts,
        count(*) FILTER (WHERE attempt_number = 1) AS drafts,
-       count(*) FILTER (WHERE attempt_number = 1 AND decision = 'commit' AND outcome <> 'forced_through')
-           AS first_passed,
+       count(*) FILTER (WHERE attempt_number = 1 AND outcome IN ('passed', 'timeout_pass_through')) AS first_passed,
+       count(*) FILTER (WHERE attempt_number = 1 AND outcome NOT IN ('skipped', 'not_gated_yet')) AS first_judged,
+       count(*) FILTER (WHERE attempt_number > 1 AND outcome NOT IN ('skipped', 'not_gated_yet')) AS regenerations,
+       count(*) FILTER (WHERE attempt_number > 1 AND outcome IN ('corrected', 'forced_through', 'rejected'))
+           AS failed_regenerations,
        count(c.similarity_score) AS similarity_checks,
        count(*) FILTER (WHERE c.similarity_score >= a.max_action_similarity) AS similarity_failures,
        percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50,
@@ -248,6 +258,15 @@ WHERE ($1::text IS NULL OR c.agent_id = $1) AND ($2::timestamptz IS NULL OR c.cr
 """
 
 
+def _failed_scores(dims: Any) -> dict[str, dict[str, float | int]]:
+    """Per dimension: count, mean and population sd of the scores of failed regenerations."""
+    return {
+        r["dimension"]: {"n": int(r["failed_n"]), "mean": float(r["failed_mean"]), "sd": float(r["failed_sd"])}
+        for r in dims
+        if r["failed_n"]
+    }
+
+
 async def _database_snapshot(url: str, agent: str | None, since: Any) -> dict[str, Any]:
     """The /stats aggregates from ``correction_logs``. The logs keep scores but not the thresholds in force,
     so failures are counted against each agent's current thresholds; judge calls are not logged (None)."""
@@ -259,14 +278,16 @@ async def _database_snapshot(url: str, agent: str | None, since: Any) -> dict[st
         outcomes = await store.pool.fetch(_OUTCOMES_SQL, agent, since)
     if totals is None:
         raise ConfigurationError("no statistics: the correction_logs table is missing (run 'drift db migrate')")
-    attempts, drafts = int(totals["attempts"]), int(totals["drafts"])
-    outcome_counts = {r["outcome"]: int(r["n"]) for r in outcomes}
+    judged, regenerations, failed = (int(totals[k]) for k in ("first_judged", "regenerations", "failed_regenerations"))
     return {
-        "attempts": attempts,
-        "drafts": drafts,
-        "outcomes": outcome_counts,
-        "regeneration_failure_rate": outcome_counts.get("corrected", 0) / attempts if attempts else 0.0,
-        "original_success_rate": int(totals["first_passed"]) / drafts if drafts else None,
+        "attempts": int(totals["attempts"]),
+        "drafts": int(totals["drafts"]),
+        "outcomes": {r["outcome"]: int(r["n"]) for r in outcomes},
+        "regenerations": regenerations,
+        "failed_regenerations": failed,
+        "regeneration_failure_rate": failed / regenerations if regenerations else 0.0,
+        "failed_scores": _failed_scores(dims),
+        "original_success_rate": int(totals["first_passed"]) / judged if judged else None,
         "dimension_failures": {r["dimension"]: int(r["failures"]) for r in dims},
         "dimension_timeouts": {r["dimension"]: int(r["timeouts"]) for r in dims},
         "mean_scores": {r["dimension"]: float(r["mean"]) for r in dims if r["mean"] is not None},

@@ -38,6 +38,13 @@ AgentOpt = Annotated[
     typer.Option("--agent", "-a", help="Agent id (the name of its files); omit to show the defaults only."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the merged set as JSON instead of a table.")]
+ActionOpt = Annotated[
+    bool,
+    typer.Option(
+        "--action",
+        help="Show the gate's action-level claims (the 'action' sections) instead of the evaluation claims.",
+    ),
+]
 
 
 def _fail(message: str) -> typer.Exit:
@@ -104,6 +111,7 @@ def show(
     agent: AgentOpt = None,
     directory: DirOpt = None,
     as_json: JsonOpt = False,
+    action: ActionOpt = False,
 ) -> None:
     """Show the merged proposition set of one agent and dimension: its settings and every proposition."""
     from engine.errors import PropositionFileError
@@ -112,7 +120,7 @@ def show(
     root = _directory(directory)
     chosen = _dimension(dimension)
     try:
-        merged = load_set(root, chosen, agent)
+        merged = load_set(root, chosen, agent, action=action)
     except PropositionFileError as exc:
         raise _fail_issues(exc) from None
     if as_json:

@@ -11,7 +11,7 @@ from engine.gate import AttemptResult, SimilarityCheck, build_feedback
 from engine.models import AgentConfig, Dimension
 from tests.engine.conftest import ConfigFactory, build_check, build_result
 
-SAY_LITTLE = re.compile(r"say (very )?little.*act(ing)? poorly", re.IGNORECASE | re.DOTALL)
+SILENCE = re.compile(r"skip: true.*saying nothing is better than acting poorly", re.IGNORECASE | re.DOTALL)
 
 
 # --- feedback -------------------------------------------------------------------------------------------
@@ -47,19 +47,18 @@ def test_escalation_grows_with_the_attempt_number(make_config: ConfigFactory) ->
     config = make_config(max_correction_attempts=2)
     first, second = build_feedback(_failed(1), config), build_feedback(_failed(2), config)
     assert first != second.replace("draft 2", "draft 1")
-    assert "radical" not in first.lower() and "radical" in second.lower()
+    assert "MORE RADICALLY" not in first and "MORE RADICALLY" in second
     assert len(second) > len(first)
-    assert not SAY_LITTLE.search(first)
-    assert SAY_LITTLE.search(second)  # the feedback before the last attempt
 
 
 @given(st.integers(1, 8))
-def test_the_feedback_before_the_last_attempt_says_little_beats_acting_poorly(corrections: int) -> None:
+def test_every_feedback_names_silence_and_radical_change(corrections: int) -> None:
+    """TinyTroupe: from the first retry on, change more radically and stopping beats acting poorly."""
     config = AgentConfig(max_correction_attempts=corrections)
-    last = build_feedback(_failed(corrections), config)  # the last attempt that can still be corrected
-    assert SAY_LITTLE.search(last)
-    if corrections > 2:
-        assert not SAY_LITTLE.search(build_feedback(_failed(1), config))
+    for attempt in range(1, corrections + 1):
+        text = build_feedback(_failed(attempt), config)
+        assert SILENCE.search(text), attempt
+        assert "more radically" in text.lower(), attempt
 
 
 @given(st.integers(2, 8))

@@ -99,8 +99,8 @@ def test_trajectory_lines_follow_the_message_and_stimulus_formats() -> None:
     )
     lines = render_trajectory(events, first_part=2, omitted=0)
     assert lines == [
-        "Michael Scott acts: [MESSAGE] Who wants pizza?",
-        "Dwight Schrute --> Michael Scott: [STIMULUS] Not now, Michael.",
+        "[event #1] Michael Scott acts: [MESSAGE] Who wants pizza?",
+        "[event #2] Dwight Schrute --> Michael Scott: [STIMULUS] Not now, Michael.",
     ]
 
 
@@ -210,4 +210,43 @@ def test_follow_up_turns() -> None:
 
 def test_stimulus_without_source_and_empty_names_still_render() -> None:
     event = Event("x1", "", "hello", kind=EventKind.STIMULUS)
-    assert render_trajectory([event], 1, 0) == ["unknown --> x1: [STIMULUS] hello"]
+    assert render_trajectory([event], 1, 0) == ["[event #1] unknown --> x1: [STIMULUS] hello"]
+
+
+# --- numbered trajectory and checks (TinyTroupe fidelity) ---------------------------------------------------
+
+
+def test_events_keep_their_number_across_the_omission() -> None:
+    history = make_events(20)
+    windowed, first_part, omitted = window_events(history, 5, 10)
+    lines = render_trajectory(windowed, first_part, omitted)
+    numbers = [int(m.group(1)) for line in lines if (m := re.match(r"\[event #(\d+)\]", line))]
+    assert numbers == [1, 2, 3, 4, 5, *range(11, 21)]
+    assert lines[5] == "[... 5 events omitted ...]"
+
+
+def test_the_prompt_states_the_number_of_the_next_event() -> None:
+    history = make_events(20)
+    windowed, first_part, omitted = window_events(history, 5, 10)
+    judged = build_prompt(make_request(events=windowed, first_part=first_part, omitted=omitted)).variable
+    assert "the judged action is event #21" in judged
+    plain = build_prompt(make_request(events=make_events(3), first_part=3, omitted=0, action=None)).variable
+    assert "the next event is event #4" in plain
+    assert "the next event will have" in prompts.system_text(JudgeMode.SCORE, batch=False)
+
+
+def test_events_carry_their_timestamp_when_known() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    stamped = Event("m", "Michael", "hi", ts=datetime(2025, 6, 1, 12, 0, 5, tzinfo=timezone(timedelta(hours=2))))
+    naive = Event("m", "Michael", "yo", ts=datetime(2025, 6, 1, 9, 30))
+    assert render_trajectory([stamped, naive], 2, 0) == [
+        "[event #1, 2025-06-01T10:00:05Z] Michael acts: [MESSAGE] hi",
+        "[event #2, 2025-06-01T09:30:00] Michael acts: [MESSAGE] yo",
+    ]
+
+
+def test_checks_default_to_false_when_unsure_or_without_evidence() -> None:
+    system = prompts.system_text(JudgeMode.CHECK, batch=False)
+    assert "unsure, or the evidence holds nothing that bears on the claim, answer false" in system
+    assert "answer true" not in system

@@ -166,3 +166,14 @@ async def test_check_claim_answers_true_or_false(make_target: TargetFactory) -> 
     assert (stale, fresh) == (False, True)
     assert judge.log.count(JudgeMode.CHECK) == 2
     assert result.judge == judge.name
+
+
+async def test_check_claim_sends_no_persona_unless_asked(make_target: TargetFactory) -> None:
+    """TinyTroupe judges textual preconditions without the persona."""
+    judge = judge_with()
+    target = make_target()
+    assert target.persona is not None
+    await check_claim(judge, Claim("plain", "no new idea"), target, Window(10, 100))
+    await check_claim(judge, Claim("asked", "no new idea"), target, Window(10, 100), include_persona=True)
+    plain, asked = judge.log.calls
+    assert plain.persona is None and asked.persona == target.persona

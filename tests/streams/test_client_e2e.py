@@ -103,6 +103,25 @@ async def test_converse_accepts_an_async_regenerate_and_ends_forced_through(shar
     assert (final.text, final.committed_attempt) == ("A monotone remark.", 1)  # equal totals: the earliest wins
 
 
+async def test_converse_ends_in_silence_when_regenerate_returns_none(shared: Scenario) -> None:
+    agent = shared.agent(f"gabe{uuid.uuid4().hex[:4]}")
+    await gate_checks(shared, agent, gate_adherence_enabled=True)
+    feedback_seen: list[str] = []
+
+    def regenerate(feedback: str) -> str | None:
+        feedback_seen.append(feedback)  # the feedback names the option of silence
+        return None if feedback else "unreachable"
+
+    async with GateClient(settings=shared.settings, timeout_s=20) as gate:
+        final = await gate.converse(agent_id=agent, text="A monotone aside.", regenerate=regenerate)
+        direct = await gate.skip(agent_id=agent, draft_id="quiet-1")
+    assert "skip: true" in feedback_seen[0]
+    assert (final.decision, final.outcome, final.attempt, final.text, final.committed_attempt) == (
+        "skip", "skipped", 2, "", None,
+    )  # fmt: skip
+    assert (direct.decision, direct.outcome, direct.attempt) == ("skip", "skipped", 1)
+
+
 async def test_fifty_concurrent_checks_each_get_their_own_verdict(shared: Scenario) -> None:
     agents = [shared.agent(f"crowd{i}{uuid.uuid4().hex[:3]}") for i in range(5)]
     for agent in agents:

@@ -67,8 +67,46 @@ def test_counts_and_rates(busy_stats: GateStats) -> None:
     snap = busy_stats.snapshot()
     assert snap["attempts"] == 4 and snap["drafts"] == 3
     assert snap["outcomes"] == {"passed": 1, "corrected": 1, "passed_after_retry": 1, "timeout_pass_through": 1}
-    assert snap["regeneration_failure_rate"] == pytest.approx(1 / 4)
+    # TinyTroupe: failed regenerations / regenerations; the one regeneration (attempt 2) passed
+    assert (snap["regenerations"], snap["failed_regenerations"]) == (1, 0)
+    assert snap["regeneration_failure_rate"] == 0.0
     assert snap["original_success_rate"] == pytest.approx(2 / 3)  # a timeout pass-through is a first-attempt pass
+
+
+def test_regeneration_failure_rate_and_failed_scores_follow_tinytroupe(make_result: ResultFactory) -> None:
+    stats = GateStats()
+    adherence, fluency = Dimension.ADHERENCE, Dimension.FLUENCY
+    stats.record(make_result(1, {adherence: 2}), "corrected", 1, 1.0)  # an original: no regeneration
+    stats.record(make_result(2, {adherence: 3, fluency: 8}), "corrected", 2, 1.0)
+    stats.record(make_result(3, {adherence: 5, fluency: 6}, timed_out=()), "forced_through", 3, 1.0)
+    stats.record(make_result(2, {adherence: 8}), "passed_after_retry", 2, 1.0)
+    stats.record(make_result(2, {fluency: 2}, timed_out=(adherence,)), "rejected", 2, 1.0)
+    stats.record(make_result(3), "skipped", 3, 1.0)  # silence is not a judged regeneration
+    snap = stats.snapshot()
+    assert (snap["regenerations"], snap["failed_regenerations"]) == (4, 3)
+    assert snap["regeneration_failure_rate"] == pytest.approx(3 / 4)
+    # scores of failed regenerations only (not the original's 2, not the timed-out placeholder 0)
+    assert snap["failed_scores"]["adherence"] == {"n": 2, "mean": pytest.approx(4.0), "sd": pytest.approx(1.0)}
+    fluency_scores = [8.0, 6.0, 2.0]
+    mean = sum(fluency_scores) / 3
+    sd = (sum((x - mean) ** 2 for x in fluency_scores) / 3) ** 0.5
+    assert snap["failed_scores"]["fluency"] == {"n": 3, "mean": pytest.approx(mean), "sd": pytest.approx(sd)}
+    samples = _parse(render_prometheus(snap))
+    assert _value(samples, "drift_regeneration_failure_rate") == pytest.approx(0.75)
+    assert _value(samples, "drift_regenerations_total") == 4
+    assert _value(samples, "drift_failed_regenerations_total") == 3
+    assert _value(samples, "drift_failed_score_mean", dimension="adherence") == pytest.approx(4.0)
+    assert _value(samples, "drift_failed_score_sd", dimension="adherence") == pytest.approx(1.0)
+
+
+def test_unjudged_first_attempts_are_not_in_the_original_success_rate(make_result: ResultFactory) -> None:
+    stats = GateStats()
+    stats.record(make_result(1), "skipped", 1, 1.0)
+    stats.record(make_result(1), "not_gated_yet", 1, 1.0)
+    stats.record(make_result(1, {Dimension.FLUENCY: 9}), "passed", 1, 1.0)
+    stats.record(make_result(1, {Dimension.FLUENCY: 2}), "corrected", 1, 1.0)
+    snap = stats.snapshot()
+    assert snap["drafts"] == 4 and snap["original_success_rate"] == pytest.approx(1 / 2)
 
 
 def test_per_dimension_failures_timeouts_and_means(busy_stats: GateStats) -> None:
@@ -153,7 +191,7 @@ def test_prometheus_text_parses_and_carries_the_numbers(busy_stats: GateStats) -
     samples = _parse(render_prometheus(busy_stats.snapshot()))
     assert _value(samples, "drift_attempts_total") == 4
     assert _value(samples, "drift_outcomes_total", outcome="corrected") == 1
-    assert _value(samples, "drift_regeneration_failure_rate") == pytest.approx(0.25)
+    assert _value(samples, "drift_regeneration_failure_rate") == 0.0
     assert _value(samples, "drift_dimension_failures_total", dimension="adherence") == 1
     assert _value(samples, "drift_dimension_timeouts_total", dimension="adherence") == 1
     assert _value(samples, "drift_mean_score", dimension="fluency") == pytest.approx(8.0)

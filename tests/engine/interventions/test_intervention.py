@@ -181,8 +181,18 @@ async def test_textual_scope_selects_the_trajectory(make_judge: MakeJudge, make_
 
     agent_request, channel_request = judge.log.calls
     assert {e.agent_id for e in agent_request.trajectory} == {"michael"}
-    assert agent_request.persona is not None and agent_request.persona.name == "Michael Scott"
+    assert agent_request.persona is None  # TinyTroupe: textual preconditions are judged without the persona
     assert len(channel_request.trajectory) == 5 and channel_request.agent_id is None
+
+
+async def test_a_textual_precondition_sees_the_persona_only_when_asked(
+    make_judge: MakeJudge, make_context: MakeContext
+) -> None:
+    judge = make_judge()
+    context = make_context(("michael",), messages={"michael": 2})
+    await nudge().set_textual_precondition("c", include_persona=True).evaluate(judge, context)
+    (request,) = judge.log.calls
+    assert request.persona is not None and request.persona.name == "Michael Scott"
 
 
 async def test_environment_proposition_set_judges_the_channel_with_its_weighted_score(

@@ -62,7 +62,7 @@ interventions:
     first_n: 2
     last_n: 3
     preconditions:
-      textual: {claim: "the team agrees too fast", scope: channel}
+      textual: {claim: "the team agrees too fast", scope: channel, include_persona: true}
       propositional: {claim: "{{agent_name}} disagree", id: disagree, inverted: true}
     effect: "{{agent_name}}, push back."
 """
@@ -101,6 +101,8 @@ def test_valid_file_loads_into_specs(root: Path, write: WriteFile) -> None:
     assert (first.name, first.targets, first.line, first.file) == ("generic-voice", None, 2, str(path))
     assert first.functional == (("min_messages", 3),)
     assert first.textual is not None and first.textual.scope is Scope.AGENT
+    assert not first.textual.include_persona  # TinyTroupe's default: no persona
+    assert second.textual is not None and second.textual.include_persona
     assert first.propositional is not None and first.propositional.threshold == 5
     assert first.propositional.proposition_id == "adherence-generic-assistant"
     assert first.effect.template_for("michael") == "{{agent_name}}, tell a story."

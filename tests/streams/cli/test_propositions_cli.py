@@ -101,6 +101,13 @@ def test_show_json_has_the_merged_set() -> None:
     assert len(data["sources"]) == 2
 
 
+def test_show_action_lists_the_gate_claims() -> None:
+    result = runner.invoke(app, ["show", "--agent", "michael", "--dimension", "adherence", "--json", "--action"])
+    assert result.exit_code == 0, result.output
+    ids = [p["id"] for p in json.loads(result.stdout)["propositions"]]
+    assert "adherence-matches-persona-next" in ids and "adherence-matches-persona" not in ids
+
+
 def test_show_json_fills_unset_windows_from_both_defaults(write: Write, tmp_path: Path) -> None:
     write("fluency/_default.yaml", "dimension: fluency\nlast_n: 4\npropositions:\n  - {id: a, claim: b}\n")
     result = runner.invoke(app, ["show", "-d", "fluency", "--dir", str(tmp_path), "--json"])
