@@ -20,7 +20,8 @@ class FakeStore:
     """``configs_changed_since`` of the store: the stored rows, or an error while ``down``."""
 
     def __init__(self, rows: dict[str, AgentConfig]) -> None:
-        self.rows, self.down, self.registered = rows, False, []
+        self.rows, self.down = rows, False
+        self.registered: list[tuple[str, str | None]] = []
         self.stamp = datetime(2026, 1, 1, tzinfo=UTC)
 
     async def configs_changed_since(self, since: datetime | None) -> tuple[list[tuple[str, AgentConfig]], Any]:
