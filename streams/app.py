@@ -200,10 +200,16 @@ def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
     async def agent_config(stream: Any) -> None:
         async for event in stream.events():
             try:
-                change = decode(AgentConfigChange, event.value)
-                rt.deps.configs.apply(change.agent_id, AgentConfig.model_validate(change.config))
+                rt.deps.configs.apply(*config_change(event.value))
             except (PayloadError, ValueError) as exc:
                 await rt.dead_letter(event, f"invalid agent-config record: {exc}")
+
+
+def config_change(raw: bytes | None) -> tuple[str, AgentConfig]:
+    """An ``agent-config`` record as (agent id, configuration); the configuration is strict too (a JSON
+    ``"true"`` or ``1`` is not a boolean); raises PayloadError or ValueError."""
+    change = decode(AgentConfigChange, raw)
+    return change.agent_id, AgentConfig.model_validate(change.config, strict=True)
 
 
 def _install_sinks(app: DriftApp, rt: Runtime) -> None:

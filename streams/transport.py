@@ -17,12 +17,13 @@ from typing import Any
 
 import faust
 from aiokafka import AIOKafkaConsumer
+from aiokafka.errors import RecordTooLargeError
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import TP
 
 from engine.settings import Settings
 from streams.kafka import client_kwargs, ssl_context, true_end_offsets
-from streams.undecodable import SkippedBatch, guard_fetcher
+from streams.undecodable import SkippedBatch, guard_fetcher, unfetchable
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,13 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
         async def _fetch_records(self, consumer: Any, *args: Any, **kwargs: Any) -> Any:
             if consumer._fetcher is not None:
                 guard_fetcher(consumer._fetcher, self.skipped)  # a bad batch is skipped, never raised
-            return await super()._fetch_records(consumer, *args, **kwargs)
+            try:
+                return await super()._fetch_records(consumer, *args, **kwargs)
+            except RecordTooLargeError as exc:
+                if (skipped := unfetchable(exc)) is None:
+                    raise
+                self.skipped.append(skipped)
+                return {}
 
         def _create_worker_consumer(self, transport: Any) -> Any:
             consumer = super()._create_worker_consumer(transport)

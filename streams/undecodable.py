@@ -102,3 +102,16 @@ def failing_batch(tb: TracebackType | None) -> Any:
             batch = frame.f_locals.get("next_batch")
         tb = tb.tb_next
     return batch if batch is not None and hasattr(batch, "next_offset") else None
+
+
+def unfetchable(exc: Exception) -> SkippedBatch | None:
+    """A record larger than the consumer's fetch size on a broker that will not send it anyway (brokers before
+    KIP-74): aiokafka has already moved the position one past it and raises ``RecordTooLargeError`` with the
+    partition and offset as arguments. None for any other error."""
+    if type(exc).__name__ != "RecordTooLargeError" or len(exc.args) < 3:
+        return None
+    tp, offset = exc.args[1], exc.args[2]
+    if not (hasattr(tp, "topic") and isinstance(offset, int)):
+        return None
+    reason = f"record too large for the consumer's fetch size ({exc.args[3] if len(exc.args) > 3 else '?'} bytes)"
+    return SkippedBatch(tp.topic, tp.partition, offset, offset, reason)

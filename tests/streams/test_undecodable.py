@@ -113,3 +113,15 @@ async def test_a_dead_letter_that_cannot_be_sent_is_retried_and_nothing_is_commi
     consumer = consumer_with([SkippedBatch("drafts", 0, 3, 3, "undecodable")], Letters(fail=True))
     await report_skipped(consumer)
     assert len(consumer._thread.skipped) == 1 and consumer.gaps == []
+
+
+def test_a_record_the_broker_will_not_send_is_reported_at_its_offset() -> None:
+    from aiokafka.errors import RecordTooLargeError
+
+    from streams.undecodable import unfetchable
+
+    exc = RecordTooLargeError("There are some messages at %s=%s larger than %s", TP0, 42, 4194304)
+    skip = unfetchable(exc)
+    assert skip is not None and (skip.topic, skip.partition, skip.first, skip.last) == ("drafts", 0, 42, 42)
+    assert "4194304" in skip.reason
+    assert unfetchable(ValueError("other")) is None

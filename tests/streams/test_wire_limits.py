@@ -97,3 +97,14 @@ def test_an_undecodable_batch_letter_names_its_offsets() -> None:
     _, letter = batch_letter("drafts", 1, 10, 14, "undecodable record batch: zlib.error: ...")
     body = orjson.loads(letter)
     assert (body["offset"], body["last_offset"], body["raw"]) == (10, 14, "")
+
+
+def test_an_agent_config_record_is_strict_down_to_the_configuration() -> None:
+    from streams.app import config_change
+
+    good = {"agent_id": "jim", "config": {"gate_adherence_enabled": True, "gate_adherence_threshold": 6}}
+    agent, config = config_change(orjson.dumps(good))
+    assert agent == "jim" and config.gate_adherence_enabled and config.gate_adherence_threshold == 6.0
+    for bad in ({"gate_adherence_enabled": "true"}, {"gate_adherence_enabled": 1}, {"max_correction_attempts": "2"}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            config_change(orjson.dumps({"agent_id": "jim", "config": bad}))
