@@ -47,6 +47,7 @@ DEFAULT_DATA_DIR = Path(os.environ.get("XDG_STATE_HOME", str(Path.home() / ".loc
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
 #: settings that are secrets: never printed, masked by :meth:`Settings.public`
 SECRET_FIELDS = frozenset({"kafka_sasl_password", "anthropic_api_key", "view_token"})
 
@@ -80,6 +81,7 @@ class Settings:
     kafka_sasl_username: str | None = None
     kafka_sasl_password: str | None = field(default=None, repr=False)
     kafka_ca_file: str | None = None
+    kafka_compression: str = "none"  # codec of the client SDK's producer (the worker decodes every codec)
     anthropic_api_key: str | None = field(default=None, repr=False)
     view_token: str | None = field(default=None, repr=False)  # drift view beyond loopback needs it
 
@@ -88,6 +90,10 @@ class Settings:
             raise ConfigurationError(
                 f"DRIFT_KAFKA_SECURITY_PROTOCOL must be one of {', '.join(SECURITY_PROTOCOLS)}, "
                 f"not {self.kafka_security_protocol!r}"
+            )
+        if self.kafka_compression not in COMPRESSION_TYPES:
+            raise ConfigurationError(
+                f"DRIFT_KAFKA_COMPRESSION must be one of {', '.join(COMPRESSION_TYPES)}, not {self.kafka_compression!r}"
             )
         if self.kafka_sasl_mechanism is not None and self.kafka_sasl_mechanism not in SASL_MECHANISMS:
             raise ConfigurationError(

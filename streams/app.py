@@ -8,7 +8,6 @@ records are sent, and every sink is idempotent.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -17,18 +16,18 @@ from typing import Any, TypeVar
 
 import faust
 
-from engine.errors import PayloadError
+from engine.errors import ConfigurationError, PayloadError
 from engine.judges.base import Judge, LimitedJudge
 from engine.library import PropositionLibrary
 from engine.models import AgentConfig
 from engine.settings import Settings
 from streams.configs import ConfigCache
+from streams.deadletters import batch_letter, record_letter
 from streams.evaluations import install_evaluations
 from streams.gate import GateDeps
-from streams.history import record_key
 from streams.lanes import COUNT_FLUSH_S, GateLane, StateLane
 from streams.output import Output
-from streams.payloads import AgentConfigChange, DeadLetter, decode, encode
+from streams.payloads import AgentConfigChange, decode
 from streams.sinks import run_sinks
 from streams.steps import install_steps
 from streams.store import Store
@@ -93,6 +92,7 @@ class Runtime:
     settings: Settings
     deps: GateDeps
     store_ready: asyncio.Event = field(default_factory=asyncio.Event)
+    waiting_for: str | None = "starting"  # why the worker is not ready yet (shown on /health); None when ready
     store: Store | None = None
     on_ready: Callable[[], None] | None = None
     background: set[asyncio.Future[None]] = field(default_factory=set)
@@ -117,19 +117,22 @@ class Runtime:
         await self.output.close()
 
     async def dead_letter(self, record: Any, reason: str) -> None:
-        """Send ``record`` (a Faust event or message) to the dead-letter topic with ``reason``."""
+        """Send ``record`` (a Faust event or message) to the dead-letter topic with ``reason`` (cut to fit, see
+        :mod:`streams.deadletters`)."""
         message = getattr(record, "message", record)
-        raw_key = message.key
-        letter = DeadLetter(
-            source_topic=message.topic,
-            partition=message.partition,
-            offset=message.offset,
-            key=record_key(raw_key),
-            error=reason,
-            raw=base64.b64encode(message.value or b"").decode(),
-        )
+        key = message.key if isinstance(message.key, bytes | None) else str(message.key).encode()
+        value = message.value if isinstance(message.value, bytes | None) else str(message.value).encode()
+        letter = record_letter(message.topic, message.partition, message.offset, key, value, reason)
         self.deps.stats.dead_letters += 1
-        await self.send(Topics(self.settings.topic_prefix).dlq, raw_key or b"", encode(letter))
+        await self.send(Topics(self.settings.topic_prefix).dlq, *letter)
+
+    async def dead_letter_batch(self, topic: str, partition: int, first: int, last: int, reason: str) -> None:
+        """Record a batch the consumer skipped (it could not be decoded) and wait until the broker has it."""
+        self.deps.stats.dead_letters += last - first + 1
+        delivered = await self.send(
+            Topics(self.settings.topic_prefix).dlq, *batch_letter(topic, partition, first, last, reason)
+        )
+        await delivered
 
 
 def raw_topic(app: DriftApp, name: str) -> Any:
@@ -157,7 +160,7 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     app = faust_app(settings, partitions)
     recent_table = app.Table("recent-messages", default=list, partitions=partitions)
     pending_table = app.Table("pending-attempts", default=list, partitions=partitions)
-    configs = ConfigCache(None)
+    configs = ConfigCache(None, wait_for_store=True)  # decides nothing until the stored configs are in
     library = PropositionLibrary(settings.propositions_dir)
     limited = LimitedJudge(judge, settings.judge_concurrency)
     deps = GateDeps(settings, limited, library, configs, _unset_sender, {}, {})
@@ -198,10 +201,16 @@ def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
     async def agent_config(stream: Any) -> None:
         async for event in stream.events():
             try:
-                change = decode(AgentConfigChange, event.value)
-                rt.deps.configs.apply(change.agent_id, AgentConfig.model_validate(change.config))
+                rt.deps.configs.apply(*config_change(event.value))
             except (PayloadError, ValueError) as exc:
                 await rt.dead_letter(event, f"invalid agent-config record: {exc}")
+
+
+def config_change(raw: bytes | None) -> tuple[str, AgentConfig]:
+    """An ``agent-config`` record as (agent id, configuration); the configuration is strict too (a JSON
+    ``"true"`` or ``1`` is not a boolean); raises PayloadError or ValueError."""
+    change = decode(AgentConfigChange, raw)
+    return change.agent_id, AgentConfig.model_validate(change.config, strict=True)
 
 
 def _install_sinks(app: DriftApp, rt: Runtime) -> None:
@@ -219,22 +228,51 @@ def _install_sinks(app: DriftApp, rt: Runtime) -> None:
         await run_sinks(rt.settings, store)
 
 
+STORE_RETRY_MAX_S = 5.0
+
+
+async def open_store(rt: Runtime, configs: ConfigCache) -> None:
+    """Connect, migrate and load the agent configurations, retrying (with the reason on ``/health``) until the
+    database answers: a worker never gates with defaults because its database is not there yet."""
+    url = rt.settings.database()
+    delay = 0.25
+    while True:
+        try:
+            if rt.store is None:
+                rt.waiting_for = "connecting to the database"
+                rt.store = await Store.connect(url)
+            rt.waiting_for = "migrating the database"
+            await rt.store.migrate()
+            rt.waiting_for = "loading agent configurations"
+            configs.attach(rt.store)
+            await configs.load()
+            break
+        except ConfigurationError:
+            raise
+        except Exception as exc:  # unreachable, restarting, locked: wait and say why
+            rt.waiting_for = f"waiting for the database: {exc}"
+            log.warning("%s; retrying in %.1f s", rt.waiting_for, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, STORE_RETRY_MAX_S)
+    rt.waiting_for = None
+    rt.store_ready.set()
+
+
 def _install_lifecycle(app: DriftApp, rt: Runtime, configs: ConfigCache) -> None:
     @app.task  # type: ignore[untyped-decorator]
     async def connect_store() -> None:
-        url = rt.settings.database()
-        log.info("connecting to the database")
-        rt.store = await Store.connect(url)
-        log.info("database connected")
-        await rt.store.migrate()
-        configs.attach(rt.store)
-        await configs.refresh()
-        rt.store_ready.set()
+        await open_store(rt, configs)
 
     @app.timer(1.0)  # type: ignore[untyped-decorator]
     async def refresh_configs() -> None:
         if rt.store_ready.is_set():
             await configs.refresh()
+
+    @app.page("/health")
+    async def health_page(web: Any, request: Any) -> Any:
+        """200 once the worker gates (database up, configurations loaded); 503 with the reason before."""
+        body = {"ready": rt.waiting_for is None, "waiting_for": rt.waiting_for}
+        return web.json(body, status=200 if rt.waiting_for is None else 503)
 
     @app.page("/stats")
     async def stats_page(web: Any, request: Any) -> Any:

@@ -58,7 +58,8 @@ class GateClient:
         await self.close()
 
     async def start(self) -> None:
-        self._producer = AIOKafkaProducer(**client_kwargs(self.settings), linger_ms=1)
+        compression = None if self.settings.kafka_compression == "none" else self.settings.kafka_compression
+        self._producer = AIOKafkaProducer(**client_kwargs(self.settings), linger_ms=1, compression_type=compression)
         await start_with_retry(self._producer, self.settings.broker, 15.0)
         self._consumer = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
         await start_with_retry(self._consumer, self.settings.broker, 15.0)

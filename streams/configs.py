@@ -3,6 +3,11 @@
 Changes reach the cache two ways, so ``drift config set`` takes effect within 2 s without a restart:
 records on the ``agent-config`` topic (immediate) and a poll of ``updated_at`` every second (covers
 partitions this worker does not own and missed records). Unknown agents are registered on first sight.
+
+A worker's cache starts *unloaded* (``wait_for_store=True``): it hands out nothing the gate may decide on until
+:meth:`ConfigCache.load` has read every stored configuration, so an agent known to the store never gets the
+defaults (the gate awaits :meth:`ConfigCache.wait_loaded` before its first decision). After that, a failed
+refresh keeps the last known configurations.
 """
 
 from __future__ import annotations
@@ -11,7 +16,6 @@ import asyncio
 import logging
 from datetime import datetime
 
-from engine.errors import DriftError
 from engine.models import AgentConfig
 from streams.store import Store
 
@@ -19,19 +23,34 @@ log = logging.getLogger(__name__)
 
 
 class ConfigCache:
-    def __init__(self, store: Store | None, *, default: AgentConfig | None = None) -> None:
+    def __init__(
+        self, store: Store | None, *, default: AgentConfig | None = None, wait_for_store: bool = False
+    ) -> None:
         self._store = store
         self._default = default or AgentConfig()
         self._configs: dict[str, AgentConfig] = {}
         self._names: dict[str, str | None] = {}
         self._pending_registration: dict[str, str | None] = {}
         self._newest: datetime | None = None
+        self._loaded = asyncio.Event()
+        if not wait_for_store:
+            self._loaded.set()  # a cache without a database (tests, offline tools): the defaults are the truth
+
+    @property
+    def loaded(self) -> bool:
+        """True once the stored configurations are in (always, for a cache that does not wait for a store)."""
+        return self._loaded.is_set()
+
+    async def wait_loaded(self) -> None:
+        await self._loaded.wait()
 
     def attach(self, store: Store) -> None:
         """Use ``store`` from now on (the worker connects to the database after the cache is built)."""
         self._store = store
 
     def get(self, agent_id: str, agent_name: str | None = None) -> AgentConfig:
+        """The agent's configuration; the defaults for an agent the store does not know (registered on the next
+        refresh). Decide nothing on it before :attr:`loaded`."""
         config = self._configs.get(agent_id)
         if config is None:
             config = self._default
@@ -46,18 +65,31 @@ class ConfigCache:
         if agent_id not in self._configs:
             self.get(agent_id, agent_name)
 
+    async def load(self) -> int:
+        """Read every stored configuration (errors propagate: the caller retries) and mark the cache loaded.
+        Defaults handed out before (to agents only seen so far) are replaced by what the store holds."""
+        if self._store is None:
+            raise RuntimeError("ConfigCache.load needs a store (attach one first)")
+        changed, newest = await self._store.configs_changed_since(None)
+        for agent_id, config in changed:
+            self._configs[agent_id] = config
+        self._newest = newest
+        self._loaded.set()
+        log.info("%d agent configuration(s) loaded", len(changed))
+        return len(changed)
+
     async def refresh(self) -> int:
         """Register newly seen agents and pull configurations changed since the last refresh."""
-        if self._store is None:
+        if self._store is None or not self._loaded.is_set():
             return 0
         pending, self._pending_registration = self._pending_registration, {}
         try:
             if pending:
                 await self._store.ensure_agents(pending.items())
             changed, self._newest = await self._store.configs_changed_since(self._newest)
-        except (DriftError, OSError) as exc:
+        except Exception as exc:  # any database trouble: keep serving what we know
             self._pending_registration.update(pending)
-            log.warning("configuration refresh failed: %s", exc)
+            log.warning("configuration refresh failed (the last known configurations stay in use): %s", exc)
             return 0
         for agent_id, config in changed:
             self._configs[agent_id] = config

@@ -59,6 +59,10 @@ class GateLane:
     def ack(self, message: Any) -> None:
         self.rt.app.consumer.ack(message)
 
+    async def wait_ready(self) -> None:
+        """No draft is decided before the stored agent configurations are loaded (see :mod:`streams.configs`)."""
+        await self.rt.deps.configs.wait_loaded()
+
     async def _judge(self, item: Item, batch: OutputBatch | None = None) -> list[asyncio.Future[Any]] | None:
         """The draft's delivery futures; None when it failed and was dead-lettered (and acked). In a ``batch``,
         its records and table writes wait for the batch's flush."""
@@ -88,6 +92,7 @@ class GateLane:
             return None
 
     async def __call__(self, messages: list[Any]) -> None:
+        await self.wait_ready()  # the transport awaits it before the hand-over too; this guards direct callers
         received = time.monotonic()
         inline: list[Any] = []
         deliveries: set[asyncio.Future[Any]] = set()  # one future per Kafka batch, shared by its records

@@ -1,7 +1,11 @@
 """Wire payloads: the public contract of every topic (JSON values, UTF-8 keys).
 
-Inbound models ignore unknown fields (forward compatible); every field is documented in the README and
-exported as JSON Schema to ``schemas/topics/``. Encoding and decoding use orjson.
+Inbound models ignore unknown fields (forward compatible) but validate the known ones strictly: a JSON value
+must already have the field's type (``true`` and ``"2"`` are not integers, ``2.0`` is not an integer, numbers
+are not strings). The one conversion kept is the one JSON needs: timestamps are RFC 3339 strings (schema
+``format: date-time``); a number is not a timestamp. An inbound record larger than :data:`MAX_RECORD_BYTES` is
+refused before it is parsed. Every field is documented in the README and exported as JSON Schema to
+``schemas/topics/``. Encoding and decoding use orjson.
 """
 
 from __future__ import annotations
@@ -16,6 +20,20 @@ from engine.errors import PayloadError
 
 MAX_TEXT_BYTES = 32 * 1024
 MAX_ID_CHARS = 128
+#: Largest inbound record value (UTF-8 JSON) the worker decodes; a larger one is dead-lettered unread.
+MAX_RECORD_BYTES = 256 * 1024
+#: A dead letter keeps at most this many bytes of the original value (with its full size and sha256), so it
+#: always fits the producer's 1 MiB request limit once base64-encoded.
+DEAD_LETTER_RAW_BYTES = 64 * 1024
+#: Longest record key and reason text a dead letter keeps (cut beyond, marked with an ellipsis).
+DEAD_LETTER_KEY_CHARS = 1024
+DEAD_LETTER_ERROR_CHARS = 4096
+
+STRICT_NOTE = (
+    "Validated strictly: every JSON value must already have the field's type (booleans and strings are not "
+    "integers); timestamps are RFC 3339 strings. A record value larger than "
+    f"{MAX_RECORD_BYTES} bytes is dead-lettered as 'record too large' without being parsed."
+)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -25,7 +43,9 @@ def utcnow() -> datetime:
 
 
 class _Inbound(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    """Topic payloads the worker reads; :func:`decode` validates them strictly (see :data:`STRICT_NOTE`)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, json_schema_extra={"$comment": STRICT_NOTE})
 
 
 class _Outbound(BaseModel):
@@ -158,14 +178,24 @@ class AgentConfigChange(_Inbound):
 
 
 class DeadLetter(_Outbound):
-    """``dlq``: a record that could not be processed, with the reason and the original bytes."""
+    """``dlq``: a record (or a whole batch) that could not be processed, with the reason and the original bytes
+    (cut to ``DEAD_LETTER_RAW_BYTES``, so a dead letter always fits the producer's request limit)."""
 
     source_topic: str
     partition: int
-    offset: int
-    key: str | None = None
-    error: str
-    raw: str = Field(description="The original value bytes, base64")
+    offset: int = Field(description="Offset of the record; for an undecodable batch, its first offset")
+    last_offset: int | None = Field(
+        None, description="Last offset of an undecodable batch (every offset from offset to last_offset was skipped)"
+    )
+    key: str | None = Field(None, description=f"The record key as text, cut to {DEAD_LETTER_KEY_CHARS} characters")
+    error: str = Field(description=f"The reason, cut to {DEAD_LETTER_ERROR_CHARS} characters")
+    raw: str = Field(
+        description=f"The original value bytes, base64; at most the first {DEAD_LETTER_RAW_BYTES} bytes "
+        "(raw_truncated says when cut); empty for an undecodable batch"
+    )
+    raw_size: int | None = Field(None, description="Size of the original value in bytes")
+    raw_sha256: str | None = Field(None, description="sha256 (hex) of the whole original value")
+    raw_truncated: bool = Field(False, description="raw holds only the first DEAD_LETTER_RAW_BYTES bytes")
     received_at: datetime = Field(default_factory=utcnow)
 
 
@@ -232,23 +262,23 @@ def decode(model: type[M], raw: bytes | None) -> M:
     """Parse and validate ``raw`` as ``model``; any problem is a :class:`PayloadError` with a readable reason."""
     if raw is None:
         raise PayloadError("empty record value")
-    try:
-        return model.model_validate_json(raw)  # fast path: pydantic parses the JSON itself
-    except ValidationError:
-        pass  # explain the problem below, in our words
+    inbound = issubclass(model, _Inbound)
+    if inbound and len(raw) > MAX_RECORD_BYTES:
+        raise PayloadError(f"record too large: {len(raw)} bytes (the maximum is {MAX_RECORD_BYTES})")
+    try:  # pydantic parses the JSON itself; the wire is strict (the models stay lax for Python callers)
+        return model.model_validate_json(raw, strict=inbound)
+    except ValidationError as exc:
+        error = exc  # explained below, in our words
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise PayloadError(f"value is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise PayloadError(f"value must be a JSON object, not {type(data).__name__}")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}" for err in exc.errors()[:5]
-        )
-        raise PayloadError(f"invalid {model.__name__}: {problems}") from None
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}" for err in error.errors()[:5]
+    )
+    raise PayloadError(f"invalid {model.__name__}: {problems}") from None
 
 
 #: Payload model of every topic (by topic name without prefix), for schemas and docs.

@@ -116,6 +116,7 @@ class StepProcessor:
 
     async def directives(self, step: Step, received: float) -> Directives:
         deadline_s = self.settings.step_deadline_s
+        await self.configs.wait_loaded()  # never the defaults for an agent the store knows
         await self.feed.caught_up(min(deadline_s * CATCH_UP_SHARE, CATCH_UP_MAX_S))
         agents = list(dict.fromkeys(step.agent_ids))
         if len(agents) < len(step.agent_ids):

@@ -10,15 +10,22 @@ its effects are durable, exactly as a stream would.
 from __future__ import annotations
 
 import asyncio
+import collections
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import faust
 from aiokafka import AIOKafkaConsumer
+from aiokafka.errors import RecordTooLargeError
 from faust.transport.drivers import aiokafka as faust_aiokafka
+from faust.types import TP
 
 from engine.settings import Settings
 from streams.kafka import client_kwargs, ssl_context, true_end_offsets
+from streams.undecodable import SkippedBatch, guard_fetcher, unfetchable
+
+log = logging.getLogger(__name__)
 
 
 def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
@@ -28,6 +35,18 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
 
     class ConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
         _probe: AIOKafkaConsumer | None = None
+        skipped: collections.deque[SkippedBatch]  # undecodable batches, reported by FastLanes (thread-safe)
+
+        async def _fetch_records(self, consumer: Any, *args: Any, **kwargs: Any) -> Any:
+            if consumer._fetcher is not None:
+                guard_fetcher(consumer._fetcher, self.skipped)  # a bad batch is skipped, never raised
+            try:
+                return await super()._fetch_records(consumer, *args, **kwargs)
+            except RecordTooLargeError as exc:
+                if (skipped := unfetchable(exc)) is None:
+                    raise
+                self.skipped.append(skipped)
+                return {}
 
         def _create_worker_consumer(self, transport: Any) -> Any:
             consumer = super()._create_worker_consumer(transport)
@@ -48,7 +67,9 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
 
     class Consumer(FastLanes, faust_aiokafka.Consumer):
         def _new_consumer_thread(self) -> ConsumerThread:
-            return ConsumerThread(self, loop=self.loop, beacon=self.beacon)
+            thread = ConsumerThread(self, loop=self.loop, beacon=self.beacon)
+            thread.skipped = collections.deque()
+            return thread
 
     class Transport(faust_aiokafka.Transport):
         pass
@@ -87,6 +108,7 @@ class FastLanes:
         try:
             while not (consumer._stopped.is_set() or fetcher._stopped.is_set()):
                 await drain_once(consumer, lanes)
+                await report_skipped(consumer)
                 await asyncio.sleep(0)
         except (*consumer.consumer_stopped_errors, asyncio.CancelledError):
             if not consumer.transport.app.should_stop:
@@ -120,9 +142,37 @@ async def drain_once(consumer: Any, lanes: Mapping[str, FastLane]) -> None:
 
 async def _hand_over(consumer: Any, lane: FastLane, batch: list[Any], generation: int) -> None:
     """Run the lane's handler, unless a rebalance began since the fetch: then the records are released and
-    fetched again from the committed offsets by whichever worker owns their partitions next."""
+    fetched again from the committed offsets by whichever worker owns their partitions next.
+
+    A lane with a ``wait_ready`` coroutine (the gate: its agent configurations) is awaited first; the fetch
+    loop waits with it, and the generation is checked after the wait."""
+    wait_ready = getattr(lane, "wait_ready", None)
+    if wait_ready is not None:
+        await wait_ready()
     if consumer.flow_active and consumer.app.consumer_generation_id == generation:
         await lane(batch)
         return
     for message in batch:
         consumer._unacked_messages.discard(message)
+
+
+async def report_skipped(consumer: Any) -> None:
+    """Dead-letter the batches the fetcher skipped (see :mod:`streams.undecodable`), then let offset commits
+    pass them: the dead letter is on the broker before the offsets it stands for can be committed."""
+    skipped: collections.deque[SkippedBatch] | None = getattr(getattr(consumer, "_thread", None), "skipped", None)
+    runtime = getattr(consumer.app, "runtime", None)
+    while skipped and runtime is not None:
+        batch = skipped[0]
+        try:
+            await runtime.dead_letter_batch(batch.topic, batch.partition, batch.first, batch.last, batch.reason)
+        except Exception:  # the broker is away: try again after the next fetch
+            log.exception("dead letter for %s[%d] %d..%d not sent yet", batch.topic, batch.partition,
+                          batch.first, batch.last)  # fmt: skip
+            return
+        skipped.popleft()
+        tp = TP(batch.topic, batch.partition)
+        read = consumer._read_offset[tp]
+        if read is None or read < batch.last:
+            consumer._read_offset[tp] = batch.last
+        if consumer.app.topics.acks_enabled_for(batch.topic):
+            await consumer._add_gap(tp, batch.first, batch.last)

@@ -231,3 +231,9 @@ def test_an_unknown_sasl_mechanism_is_an_error(mechanism: str, from_env: EnvFact
 )
 def test_effective_judge(env: dict[str, str], expected: str, from_env: EnvFactory) -> None:
     assert from_env(env).effective_judge() == expected
+
+
+def test_the_sdk_compression_codec_is_checked(from_env: EnvFactory) -> None:
+    assert from_env({"DRIFT_KAFKA_COMPRESSION": "zstd"}).kafka_compression == "zstd"
+    with pytest.raises(ConfigurationError, match="DRIFT_KAFKA_COMPRESSION must be one of none, gzip, snappy"):
+        from_env({"DRIFT_KAFKA_COMPRESSION": "brotli"})
