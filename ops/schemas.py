@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from engine.formats.agentv.schema import AgentVEvalFile
 from engine.interventions.schema import InterventionFileModel
 from engine.models import Persona
 from engine.propositions import PropositionFile
@@ -26,6 +27,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "schemas/propositions.schema.json": PropositionFile,
     "schemas/persona.schema.json": Persona,
     "schemas/interventions.schema.json": InterventionFileModel,
+    "schemas/agentv-eval.schema.json": AgentVEvalFile,
     **{f"schemas/topics/{topic}.schema.json": model for topic, model in TOPIC_MODELS.items()},
 }
 

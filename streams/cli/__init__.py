@@ -34,6 +34,7 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("demo", None, "app"),
     ("ops", None, "app"),
     ("validate", None, "app"),
+    ("agentv", "agentv", "app"),
 )
 
 
