@@ -96,13 +96,19 @@ def _file_evaluators(ctx: Ctx, data: Mapping[str, Any], issues: list[FileIssue])
 
 
 def _skipped(document: Document, raw: Any, where: FieldPath, dialect: Dialect) -> FileIssue:
-    outcome, inputs = (
-        ("criteria", "input") if dialect == "4.x" else ("expected_outcome (or outcome)", "input_messages (or input)")
-    )
-    case_id = raw.get("id") if isinstance(raw, Mapping) else None
-    label = f"case {case_id!r}" if isinstance(case_id, str) else "case"
-    message = f"{label} skipped: missing or invalid required fields: id, {outcome}, {inputs}"
-    return document.issue(where, message)
+    if not isinstance(raw, Mapping):
+        return document.issue(where, "case skipped: a case must be a mapping")
+    missing = []
+    if not isinstance(raw.get("id"), str) or not str(raw.get("id")).strip():
+        missing.append("id")
+    if outcome_of(raw, dialect) is None:
+        missing.append(
+            "criteria (or expected_output, or assertions)" if dialect == "4.x" else "expected_outcome (or outcome)"
+        )
+    if input_messages(raw, dialect) is None:
+        missing.append("input" if dialect == "4.x" else "input_messages (or input)")
+    label = f"case {raw['id']!r}" if isinstance(raw.get("id"), str) else "case"
+    return document.issue(where, f"{label} skipped: missing or invalid {', '.join(missing)}")
 
 
 def _duplicates(document: Document, list_key: str, cases: list[EvalCase], issues: list[FileIssue]) -> None:
@@ -117,11 +123,9 @@ def _case(ctx: Ctx, raw: Any, where: FieldPath, defaults: tuple[EvaluatorSpec, .
     if not isinstance(raw, Mapping):
         return None
     case_id = raw.get("id")
-    outcome = _first(
-        raw, ("criteria", "expected_outcome", "outcome") if ctx.dialect == "4.x" else ("expected_outcome", "outcome")
-    )
+    outcome = outcome_of(raw, ctx.dialect)
     inputs = input_messages(raw, ctx.dialect)
-    if not isinstance(case_id, str) or not case_id.strip() or not isinstance(outcome, str) or inputs is None:
+    if not isinstance(case_id, str) or not case_id.strip() or outcome is None or inputs is None:
         return None
     evaluators = _case_evaluators(ctx, raw, where) or defaults
     conversation = raw.get("conversation_id")
@@ -161,6 +165,19 @@ def _first(raw: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
         if raw.get(key) is not None:
             return raw[key]
     return None
+
+
+def outcome_of(raw: Mapping[str, Any], dialect: Dialect) -> str | None:
+    """The expected outcome; 4.x reads ``criteria`` (``expected_outcome`` deprecated) and needs it only when the
+    test has neither ``expected_output`` nor ``assertions`` (then the outcome is empty)."""
+    if dialect == "seed":
+        outcome = _first(raw, ("expected_outcome", "outcome"))
+        return outcome if isinstance(outcome, str) else None
+    outcome = raw.get("criteria") or raw.get("expected_outcome")
+    if isinstance(outcome, str) and outcome:
+        return outcome
+    has_spec = raw.get("expected_output") is not None or raw.get("assertions") is not None
+    return "" if has_spec else None
 
 
 def input_messages(raw: Mapping[str, Any], dialect: Dialect) -> tuple[Mapping[str, Any], ...] | None:
