@@ -61,7 +61,8 @@ async def test_a_cli_target_that_writes_no_output_file_is_a_target_error(tmp_pat
 def test_other_providers_and_unknown_names_are_refused(tmp_path: Path) -> None:
     evals = setup_targets(
         tmp_path,
-        "targets:\n  - {name: azure, provider: azure, endpoint: x}\n  - {name: odd, provider: cli, command: 'a {NOPE}'}\n",
+        "targets:\n  - {name: azure, provider: azure, endpoint: x}\n"
+        "  - {name: odd, provider: cli, command: 'a {NOPE}'}\n",
     )
     with pytest.raises(ConfigurationError, match="provider 'azure' is not supported by drift"):
         load_named_target("azure", evals)
