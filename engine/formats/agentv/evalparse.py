@@ -11,8 +11,11 @@ from typing import Any
 
 from engine.errors import FileIssue
 from engine.formats.agentv.model import (
+    ARGS_MATCH_MODES,
     EVALUATOR_TYPES,
     TRAJECTORY_MODES,
+    TRAJECTORY_MODES_4X,
+    ArgsMatch,
     Dialect,
     EvaluatorSpec,
     ExpectedTool,
@@ -118,8 +121,10 @@ def _trajectory(ctx: Ctx, spec: EvaluatorSpec, raw: Mapping[str, Any], where: Fi
     from dataclasses import replace
 
     mode = raw.get("mode", "any_order")
-    if mode not in TRAJECTORY_MODES:
-        raise ctx.reject((*where, "mode"), f"invalid mode {mode!r}; supported modes: {', '.join(TRAJECTORY_MODES)}")
+    modes = TRAJECTORY_MODES_4X if ctx.dialect == "4.x" else TRAJECTORY_MODES
+    if mode not in modes:
+        raise ctx.reject((*where, "mode"), f"invalid mode {mode!r}; supported modes: {', '.join(modes)}")
+    default_match = _args_match(ctx, raw, where, "exact" if ctx.dialect == "4.x" else "superset")
     minimums = raw.get("minimums") or {}
     if not isinstance(minimums, Mapping) or not all(
         isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in minimums.values()
@@ -135,8 +140,19 @@ def _trajectory(ctx: Ctx, spec: EvaluatorSpec, raw: Mapping[str, Any], where: Fi
         args = item.get("args")
         if args is not None and args != "any" and not isinstance(args, Mapping):
             raise ctx.reject((*where, "expected", index, "args"), "args must be 'any' or a mapping")
-        expected.append(ExpectedTool(item["tool"], args))
+        match = _args_match(ctx, item, (*where, "expected", index), default_match)
+        expected.append(ExpectedTool(item["tool"], args, match))
     return replace(spec, minimums={str(k): int(v) for k, v in minimums.items()}, expected=tuple(expected))
+
+
+def _args_match(ctx: Ctx, raw: Mapping[str, Any], where: FieldPath, default: ArgsMatch) -> ArgsMatch:
+    value = raw.get("args_match", raw.get("argsMatch", default))
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    if value not in ARGS_MATCH_MODES:
+        allowed = ", ".join(ARGS_MATCH_MODES)
+        raise ctx.reject((*where, "args_match"), f"invalid args_match {value!r}; use {allowed} or a list of fields")
+    return str(value)
 
 
 def parse_rubrics(ctx: Ctx, raw: Any, where: FieldPath) -> tuple[Rubric, ...]:

@@ -38,7 +38,7 @@ def _deterministic(spec: EvaluatorSpec, case: EvalCase, observed: Observed) -> E
     """The evaluators that need neither a judge nor a subprocess; None for the others."""
     answer, usage = observed.answer, observed.answer.usage
     scorers: dict[str, Callable[[], EvaluatorResult]] = {
-        "tool_trajectory": lambda: scoring.tool_trajectory(spec, answer.tool_calls),
+        "tool_trajectory": lambda: scoring.tool_trajectory(spec, answer.tool_calls, answered=case.dialect == "4.x"),
         "field_accuracy": lambda: scoring.field_accuracy(spec, answer.text, case.reference_value),
         "latency": lambda: scoring.threshold_check(spec, "duration ms", observed.duration_ms, "threshold"),
         "cost": lambda: scoring.threshold_check(spec, "cost USD", observed.cost_usd, "budget"),

@@ -51,6 +51,12 @@ TYPE_ALIASES: dict[str, str] = {
 }
 
 TRAJECTORY_MODES: tuple[str, ...] = ("any_order", "in_order", "exact")
+#: 4.x adds two modes: every expected call somewhere (superset) / every actual call allowed (subset)
+TRAJECTORY_MODES_4X: tuple[str, ...] = (*TRAJECTORY_MODES, "superset", "subset")
+#: how expected ``args`` match a call's input: seed era compares the named keys (superset); 4.x defaults to
+#: exact equality; ``ignore`` skips; a list of dotted field paths compares those fields only
+ARGS_MATCH_MODES: tuple[str, ...] = ("exact", "superset", "subset", "ignore")
+ArgsMatch = str | tuple[str, ...]
 
 
 def canonical_type(raw: str) -> str | None:
@@ -69,8 +75,9 @@ class Rubric:
 @dataclass(frozen=True, slots=True)
 class ExpectedTool:
     tool: str
-    #: None: not checked; "any": not checked (explicitly); a mapping: partial deep-equal on the call's input
+    #: None: not checked; "any": not checked (explicitly); a mapping: compared as ``args_match`` says
     args: Mapping[str, Any] | Literal["any"] | None = None
+    args_match: ArgsMatch = "superset"
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,23 +77,40 @@ def _deep_equal(expected: Any, actual: Any) -> bool:
     return bool(expected == actual)
 
 
+def _field(value: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
 def args_match(expected: ExpectedTool, actual: Any) -> bool:
-    """No constraint or ``any`` matches; a mapping matches when every key it names is deep-equal in the call."""
-    if expected.args is None or expected.args == "any":
+    """No constraint, ``any`` or ``ignore`` matches; otherwise ``expected.args_match`` decides: ``superset``
+    (every key named is deep-equal in the call), ``exact``, ``subset`` (every key of the call is expected and
+    equal), or a list of dotted fields compared one by one."""
+    mode = expected.args_match
+    if expected.args is None or expected.args == "any" or mode == "ignore":
         return True
     if not isinstance(actual, Mapping):
         return False
-    return all(key in actual and _deep_equal(value, actual[key]) for key, value in expected.args.items())
+    wanted = expected.args
+    if isinstance(mode, tuple):
+        return all(_deep_equal(_field(wanted, f), _field(actual, f)) for f in mode if _field(wanted, f) is not None)
+    if mode == "exact":
+        return _deep_equal(dict(wanted), dict(actual))
+    if mode == "subset":
+        return all(key in wanted and _deep_equal(wanted[key], value) for key, value in actual.items())
+    return all(key in actual and _deep_equal(value, actual[key]) for key, value in wanted.items())
 
 
-def tool_trajectory(spec: EvaluatorSpec, calls: Sequence[ToolCall]) -> EvaluatorResult:
-    if not calls:
+def tool_trajectory(spec: EvaluatorSpec, calls: Sequence[ToolCall], *, answered: bool = False) -> EvaluatorResult:
+    """Score the answer's tool calls. No calls scores 0 ("no trace") — except, as in 4.x, for sequence modes
+    when the target did answer (``answered``), where an empty expectation still passes."""
+    if not calls and (spec.mode == "any_order" or not answered):
         return result(spec, 0.0, (), ("No tool calls in the answer",))
-    if spec.mode == "any_order":
-        return _any_order(spec, calls)
-    if spec.mode == "in_order":
-        return _in_order(spec, calls)
-    return _exact(spec, calls)
+    modes = {"any_order": _any_order, "in_order": _in_order, "exact": _exact, "superset": _superset, "subset": _subset}
+    return modes[spec.mode](spec, calls)
 
 
 def _any_order(spec: EvaluatorSpec, calls: Sequence[ToolCall]) -> EvaluatorResult:
@@ -145,6 +162,45 @@ def _exact(spec: EvaluatorSpec, calls: Sequence[ToolCall]) -> EvaluatorResult:
         else:
             hits.append(f"Position {index}: {expected.tool}")
     return result(spec, len(hits) / len(spec.expected), hits, misses)
+
+
+def _superset(spec: EvaluatorSpec, calls: Sequence[ToolCall]) -> EvaluatorResult:
+    """4.x: each expected call matches a distinct actual call anywhere."""
+    if not spec.expected:
+        return result(spec, 1.0, ("No expected tools specified",))
+    hits: list[str] = []
+    misses: list[str] = []
+    used: set[int] = set()
+    for expected in spec.expected:
+        found = next(
+            (
+                j
+                for j, c in enumerate(calls)
+                if j not in used and c.tool == expected.tool and args_match(expected, c.input)
+            ),
+            None,
+        )
+        if found is None:
+            misses.append(f"Expected {expected.tool} not found in actual trajectory")
+        else:
+            used.add(found)
+            hits.append(f"Found {expected.tool} at position {found}")
+    return result(spec, len(hits) / len(spec.expected), hits, misses)
+
+
+def _subset(spec: EvaluatorSpec, calls: Sequence[ToolCall]) -> EvaluatorResult:
+    """4.x: every actual call must match some expected (allowed) call."""
+    if not calls:
+        return result(spec, 1.0, ("No actual tool calls (trivially a subset)",))
+    if not spec.expected:
+        return result(spec, 0.0, (), (f"{len(calls)} unexpected tool call(s) with empty allowed list",))
+    hits: list[str] = []
+    misses: list[str] = []
+    for index, call in enumerate(calls):
+        allowed = any(call.tool == e.tool and args_match(e, call.input) for e in spec.expected)
+        line = f"Position {index}: {call.tool} is {'in' if allowed else 'not in'} allowed set"
+        (hits if allowed else misses).append(line)
+    return result(spec, len(hits) / len(calls), hits, misses)
 
 
 # -- field accuracy ----------------------------------------------------------------------------------------
