@@ -25,6 +25,23 @@ AGENTV_4_42_4 = {
         "quality_failure",
         {"superset-args": 2 / 3, "field-args": 1.0, "all-expected-somewhere": 2 / 3, "only-allowed-calls": 2 / 3},
     ),
+    "string-assertions": (
+        7 / 9.5,
+        "quality_failure",
+        {
+            "has-time": 1.0,
+            "any-room": 1.0,
+            "all-words": 0.0,
+            "opens": 1.0,
+            "closes": 1.0,
+            "pattern": 1.0,
+            "json": 0.0,
+            "exact": 0.0,
+            "no-apology": 1.0,
+        },
+    ),
+    "required-gate": (0.0, "quality_failure", {"fine": 1.0, "gate": 0.5}),
+    "required-passes": (0.25, "quality_failure", {"fine": 0.0, "gate": 0.5}),
 }
 
 

@@ -69,6 +69,8 @@ def parse_evaluator(ctx: Ctx, raw: Any, where: FieldPath) -> EvaluatorSpec:
         weight=weight_of(ctx, raw, where),
         config=dict(raw),
         line=ctx.document.line_of(where),
+        negate=raw.get("negate") is True,
+        required_min=_required_min(raw),
     )
     return _specialise(ctx, spec, raw, where)
 
@@ -87,6 +89,21 @@ def _specialise(ctx: Ctx, spec: EvaluatorSpec, raw: Mapping[str, Any], where: Fi
         children = parse_evaluators(ctx, raw.get("evaluators", raw.get("assertions")), (*where, "evaluators"))
         return replace(spec, children=children)
     return spec
+
+
+#: 4.x: a required evaluator without min_score must reach the pass threshold
+PASS_THRESHOLD = 0.8
+
+
+def _required_min(raw: Mapping[str, Any]) -> float | None:
+    """4.x gating: ``required: true`` (with ``min_score`` in (0, 1], default 0.8) or ``required: 0.x``."""
+    required, min_score = raw.get("required"), raw.get("min_score")
+    floor = float(min_score) if isinstance(min_score, int | float) and 0 < min_score <= 1 else None
+    if required is True:
+        return floor if floor is not None else PASS_THRESHOLD
+    if isinstance(required, int | float) and not isinstance(required, bool) and 0 < required <= 1:
+        return floor if floor is not None else float(required)
+    return None
 
 
 def parse_argv_value(raw: Mapping[str, Any]) -> tuple[str, ...]:

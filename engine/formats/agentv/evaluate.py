@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from engine.formats.agentv import scoring
+from engine.formats.agentv.assertions import STRING_ASSERTIONS, string_assertion
 from engine.formats.agentv.codejudge import Observed, run_code_judge
 from engine.formats.agentv.model import EvalCase, EvaluatorSpec
 from engine.formats.agentv.scoring import EvaluatorResult, failed, result
@@ -29,7 +30,8 @@ async def evaluate_case(case: EvalCase, observed: Observed, judge: Judge | None)
 
 async def evaluate(spec: EvaluatorSpec, case: EvalCase, observed: Observed, judge: Judge | None) -> EvaluatorResult:
     try:
-        return await _dispatch(spec, case, observed, judge)
+        found = await _dispatch(spec, case, observed, judge)
+        return scoring.negated(found) if spec.negate else found
     except Exception as exc:
         return failed(spec, f"evaluator crashed: {type(exc).__name__}: {exc}")
 
@@ -47,6 +49,8 @@ def _deterministic(spec: EvaluatorSpec, case: EvalCase, observed: Observed) -> E
         ),
     }
     scorer = scorers.get(spec.type)
+    if scorer is None and spec.type in STRING_ASSERTIONS:
+        return string_assertion(spec, answer.text)
     return scorer() if scorer is not None else None
 
 

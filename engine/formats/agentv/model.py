@@ -31,6 +31,18 @@ EVALUATOR_TYPES: tuple[str, ...] = (
     "cost",
     "token_usage",
     "composite",
+    # 4.x deterministic assertions on the final answer
+    "contains",
+    "contains_any",
+    "contains_all",
+    "icontains",
+    "icontains_any",
+    "icontains_all",
+    "starts_with",
+    "ends_with",
+    "equals",
+    "regex",
+    "is_json",
 )
 
 #: every accepted spelling (after lower-casing and ``_`` → ``-``) → its canonical type
@@ -48,6 +60,9 @@ TYPE_ALIASES: dict[str, str] = {
     "cost": "cost",
     "token-usage": "token_usage",
     "composite": "composite",
+    **{name.replace("_", "-"): name for name in ("contains", "contains_any", "contains_all", "icontains")},
+    **{name.replace("_", "-"): name for name in ("icontains_any", "icontains_all", "starts_with", "ends_with")},
+    **{name.replace("_", "-"): name for name in ("equals", "regex", "is_json")},
 }
 
 TRAJECTORY_MODES: tuple[str, ...] = ("any_order", "in_order", "exact")
@@ -96,6 +111,10 @@ class EvaluatorSpec:
     argv: tuple[str, ...] = ()
     children: tuple[EvaluatorSpec, ...] = ()
     line: int = 1
+    #: 4.x ``negate: true``: the score becomes 1 − score and hits and misses swap
+    negate: bool = False
+    #: 4.x ``required`` / ``min_score``: below this score the whole case scores 0
+    required_min: float | None = None
 
     @property
     def mode(self) -> str:

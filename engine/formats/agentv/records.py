@@ -24,6 +24,8 @@ TYPES_4X = {
     "code_judge": "code-grader",
     "field_accuracy": "field-accuracy",
     "token_usage": "token-usage",
+    **{t: t.replace("_", "-") for t in ("contains_any", "contains_all", "icontains_any", "icontains_all")},
+    **{t: t.replace("_", "-") for t in ("starts_with", "ends_with", "is_json")},
 }
 
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from engine.formats.agentv.codejudge import Observed
-from engine.formats.agentv.evaluate import evaluate_case
+from engine.formats.agentv.evaluate import DEFAULT_EVALUATOR, evaluate_case
 from engine.formats.agentv.model import EvalCase
-from engine.formats.agentv.scoring import EvaluatorResult, verdict_of, weighted_mean
+from engine.formats.agentv.scoring import EvaluatorResult, case_score, verdict_of
 from engine.formats.targets import Target, TargetAnswer, TargetRequest
 from engine.judges.base import Judge
 
@@ -54,7 +54,8 @@ async def run_case(case: EvalCase, target: Target, judge: Judge | None) -> CaseO
         return _errored(case, f"target {target.name}: {exc}", started, stamp)
     duration = answer.latency_ms or (time.perf_counter() - started) * 1000
     results = await evaluate_case(case, Observed(answer, duration), judge)
-    score = weighted_mean(results)
+    specs = case.evaluators or (DEFAULT_EVALUATOR,)
+    score = case_score(results, [s.required_min for s in specs])
     elapsed = (time.perf_counter() - started) * 1000
     return CaseOutcome(case, answer, results, score, verdict_of(score), None, elapsed, stamp)
 

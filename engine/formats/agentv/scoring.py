@@ -56,6 +56,22 @@ def failed(spec: EvaluatorSpec, reason: str) -> EvaluatorResult:
     return EvaluatorResult(spec.name, spec.type, 0.0, spec.weight, "fail", (), (reason,), reason, error=reason)
 
 
+def case_score(results: Sequence[EvaluatorResult], required: Sequence[float | None]) -> float:
+    """The weighted mean, or 0 when a required evaluator (4.x ``required``/``min_score``) is below its floor."""
+    if any(floor is not None and r.score < floor for r, floor in zip(results, required, strict=True)):
+        return 0.0
+    return weighted_mean(results)
+
+
+def negated(found: EvaluatorResult) -> EvaluatorResult:
+    """4.x ``negate``: 1 − score, the verdict flipped, hits and misses swapped."""
+    from dataclasses import replace
+
+    score = clamp(1.0 - found.score)
+    flipped = {"pass": "fail", "fail": "pass"}.get(found.verdict, verdict_of(score))
+    return replace(found, score=score, verdict=flipped, hits=found.misses, misses=found.hits)
+
+
 def weighted_mean(results: Sequence[EvaluatorResult]) -> float:
     """Σ weight·score ÷ Σ weight; weight-0 evaluators are excluded; no weight at all → 0."""
     total = sum(r.weight for r in results)
