@@ -24,6 +24,9 @@ from engine.formats.agentv.model import (
 )
 from engine.propositions.yamlsource import Document, FieldPath
 
+#: 4.x evaluator types drift recognises but does not run (they need agent internals drift has no view of)
+NOT_RUN_4X = frozenset({"execution-metrics", "skill-trigger", "inline-assert"})
+
 
 class CaseRejected(Exception):
     def __init__(self, issue: FileIssue) -> None:
@@ -59,6 +62,9 @@ def parse_evaluator(ctx: Ctx, raw: Any, where: FieldPath) -> EvaluatorSpec:
         raise ctx.reject(where, "an evaluator must be a mapping with at least 'type'")
     raw_type = raw.get("type")
     kind = canonical_type(raw_type) if isinstance(raw_type, str) else None
+    if kind is None and isinstance(raw_type, str) and raw_type.replace("_", "-") in NOT_RUN_4X:
+        message = f"evaluator type {raw_type!r} (agentv 4.x) is not run by drift; see docs/formats/agentv.md"
+        raise ctx.reject((*where, "type"), message)
     if kind is None:
         supported = ", ".join(EVALUATOR_TYPES)
         raise ctx.reject((*where, "type"), f"unknown evaluator type {raw_type!r}; supported: {supported}")

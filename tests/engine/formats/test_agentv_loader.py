@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from engine.formats.agentv.loader import load_eval_file
+from engine.formats.agentv.schema import AgentVEvalFile
 from engine.formats.registry import validate_path
 
 CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus" / "agentv"
@@ -234,6 +236,7 @@ def test_every_valid_corpus_file_loads_with_upstreams_cases_and_evaluators() -> 
         expected = [(c["id"], [spec.split("@")[0].split("/")[0] for spec in c["evaluators"]]) for c in cases]
         assert got == expected, path
         assert validate_path(path).ok, path
+        AgentVEvalFile.model_validate(yaml.safe_load(path.read_text()))  # the published schema accepts it
         checked += 1
     assert checked >= 25
 
@@ -247,3 +250,12 @@ def test_every_invalid_corpus_file_is_rejected_with_located_errors() -> None:
         assert result.kind is not None and result.kind.name == "agentv"
         assert not result.ok
         assert all(str(i).startswith(f"{path}:2: evalcases.0: case 'test-1' skipped") for i in result.issues)
+
+
+def test_4x_types_drift_does_not_run_are_refused_by_name(tmp_path: Path) -> None:
+    path = write(tmp_path, "tests:\n  - id: t\n    input: hi\n    assertions:\n      - {type: skill-trigger}\n")
+    _, issues = load_eval_file(path)
+    assert [str(i) for i in issues] == [
+        f"{path}:5: tests.0.assertions.0.type: evaluator type 'skill-trigger' (agentv 4.x) is not run by drift; "
+        "see docs/formats/agentv.md"
+    ]
