@@ -5,7 +5,9 @@
 2. copies ``ops/parity/agentv/`` (eval file, ``.agentv/targets.yaml`` with a ``cli`` target replaying
    recorded answers, code graders) to a scratch folder and runs ``agentv eval run`` there — offline: in an
    empty network namespace when ``unshare --net`` works here, and without API keys in its environment;
-3. runs the same file through drift's loader, target and runner (``cli`` target ``replay``);
+3. runs the same file through drift's loader, target and runner (``cli`` target ``replay``); LLM graders and
+   rubrics are answered on both sides by the same rules (``judge_rules.yaml``): drift's scripted judge, and on
+   the agentv side the ``cli`` grader target ``grader`` (``--grader-target grader``, ``scripted_grader.py``);
 4. compares every case score and every evaluator's score (equal within 1e-9), weight and pass/not-pass
    verdict (4.x verdicts are pass/fail; drift's ``borderline`` counts as not passing), and prints a table.
 
@@ -29,6 +31,7 @@ from engine.formats.agentv.records import index_record
 from engine.formats.agentv.runner import CaseOutcome, RunOptions, run_cases
 from engine.formats.agentv.targets import load_named_target
 from engine.formats.sandbox import network_isolation_available
+from engine.judges.scripted import ScriptedJudge
 
 VERSION = "4.42.4"
 TOLERANCE = 1e-9
@@ -61,7 +64,8 @@ def offline_env() -> dict[str, str]:
 
 def run_agentv(binary: Path, workdir: Path, eval_file: str) -> list[dict[str, Any]]:
     out = workdir / ("run-" + eval_file.split(".", maxsplit=1)[0])
-    argv = [str(binary), "eval", "run", eval_file, "--target", "replay", "--output", str(out), "--workers", "1"]
+    argv = [str(binary), "eval", "run", eval_file, "--target", "replay", "--grader-target", "grader"]
+    argv += ["--output", str(out), "--workers", "1"]
     if network_isolation_available():
         argv = ["unshare", "--net", "--", *argv]
     done = subprocess.run(
@@ -78,7 +82,8 @@ async def run_drift(workdir: Path, eval_file: str) -> list[CaseOutcome]:
     if loaded is None or issues:
         raise SystemExit("parity-agentv: drift rejected the file:\n" + "\n".join(str(i) for i in issues))
     target = load_named_target("replay", workdir)
-    return await run_cases(loaded.cases, target, None, RunOptions(workers=4))
+    judge = ScriptedJudge.from_file(workdir / "judge_rules.yaml")
+    return await run_cases(loaded.cases, target, judge, RunOptions(workers=4))
 
 
 def compare(

@@ -42,6 +42,10 @@ AGENTV_4_42_4 = {
     ),
     "required-gate": (0.0, "quality_failure", {"fine": 1.0, "gate": 0.5}),
     "required-passes": (0.25, "quality_failure", {"fine": 0.0, "gate": 0.5}),
+    "llm-grader-scripted": ((2 * 7 / 9 + 1) / 3, "ok", {"tone": 7 / 9, "mentions-bow": 1.0}),
+    "llm-grader-default": (3 / 9, "quality_failure", {"tone": 3 / 9}),
+    "rubrics-scripted": (3 / 3.5, "ok", {"character": 3 / 3.5}),
+    "rubrics-required-unmet": (0.75, "quality_failure", {"character": 0.75}),
 }
 
 
@@ -54,6 +58,8 @@ def workdir(tmp_path: Path) -> Path:
 
 async def test_drift_scores_the_parity_file_as_agentv_4_42_4_did(workdir: Path) -> None:
     outcomes = await run_drift(workdir, "parity.eval.yaml")
+    character = next(o for o in outcomes if o.case.id == "rubrics-required-unmet").results[0]
+    assert character.verdict == "fail"  # a required rubric is unmet (agentv: verdict fail too)
     got = {
         o.case.id: (o.score, index_record(o)["execution_status"], {r.name: r.score for r in o.results})
         for o in outcomes

@@ -19,7 +19,7 @@ from engine.formats.results import FormatRun, ItemResult, ItemScore
 #: our canonical evaluator types as 4.x spells them
 TYPES_4X = {
     "llm_judge": "llm-grader",
-    "rubric": "rubrics",
+    "rubric": "llm-grader",  # 4.x reports rubric graders as llm-grader
     "tool_trajectory": "tool-trajectory",
     "code_judge": "code-grader",
     "field_accuracy": "field-accuracy",
