@@ -7,8 +7,8 @@ import fnmatch
 import json
 import re
 import sys
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 prompt = Path(sys.argv[1]).read_text(encoding="utf-8")
 rules = json.loads(Path(__file__).with_name("judge_rules.yaml").read_text(encoding="utf-8"))
@@ -23,7 +23,8 @@ answer = section("answer").lower()
 
 
 def first(kind: type, claim_id: str) -> dict[str, Any] | None:
-    for rule in rules["rules"]:
+    candidates: list[dict[str, Any]] = rules["rules"]
+    for rule in candidates:
         if type(rule["value"]) is not kind:
             continue
         if "proposition" in rule and not fnmatch.fnmatchcase(claim_id, rule["proposition"]):
