@@ -86,63 +86,46 @@ async def run_drift(workdir: Path, eval_file: str) -> list[CaseOutcome]:
     return await run_cases(loaded.cases, target, judge, RunOptions(workers=4))
 
 
-def compare(
-    theirs: list[dict[str, Any]], ours: list[CaseOutcome]
-) -> list[tuple[str, str, float, float, str, str, bool]]:
+Row = tuple[str, str, float, float, str, str, bool]
+_NAN = float("nan")
+
+
+def _evaluator_rows(outcome: CaseOutcome, scores: list[dict[str, Any]]) -> list[Row]:
+    rows: list[Row] = []
+    mine = {r.name: r for r in outcome.results}
+    for score in scores:
+        result = mine.pop(score["name"], None)
+        if result is None:
+            rows.append(
+                (outcome.case.id, score["name"], float(score["score"]), _NAN, score["verdict"], "missing", False)
+            )
+            continue
+        same = abs(float(score["score"]) - result.score) <= TOLERANCE and float(score["weight"]) == result.weight
+        same = same and (score["verdict"] == "pass") == (result.verdict == "pass")
+        rows.append(
+            (outcome.case.id, result.name, float(score["score"]), result.score, score["verdict"], result.verdict, same)
+        )
+    rows.extend((outcome.case.id, name, _NAN, r.score, "missing", r.verdict, False) for name, r in mine.items())
+    return rows
+
+
+def compare(theirs: list[dict[str, Any]], ours: list[CaseOutcome]) -> list[Row]:
     """One row per case and per evaluator: (case, evaluator, agentv, drift, agentv verdict, drift verdict, ok)."""
     by_id = {o.case.id: o for o in ours}
-    rows = []
+    rows: list[Row] = []
     for record in theirs:
         outcome = by_id.pop(record["test_id"], None)
         if outcome is None:
-            rows.append((record["test_id"], "", float(record["score"]), float("nan"), "", "missing", False))
+            rows.append((record["test_id"], "(case)", float(record["score"]), _NAN, "", "missing", False))
             continue
         status = index_record(outcome)["execution_status"]
         case_ok = abs(float(record["score"]) - outcome.score) <= TOLERANCE and status == record["execution_status"]
+        agentv_score = float(record["score"])
         rows.append(
-            (
-                outcome.case.id,
-                "(case)",
-                float(record["score"]),
-                outcome.score,
-                record["execution_status"],
-                status,
-                case_ok,
-            )
+            (outcome.case.id, "(case)", agentv_score, outcome.score, record["execution_status"], status, case_ok)
         )
-        mine = {r.name: r for r in outcome.results}
-        for score in record.get("scores", []):
-            result = mine.pop(score["name"], None)
-            if result is None:
-                rows.append(
-                    (
-                        outcome.case.id,
-                        score["name"],
-                        float(score["score"]),
-                        float("nan"),
-                        score["verdict"],
-                        "missing",
-                        False,
-                    )
-                )
-                continue
-            same = abs(float(score["score"]) - result.score) <= TOLERANCE and float(score["weight"]) == result.weight
-            same = same and (score["verdict"] == "pass") == (result.verdict == "pass")
-            rows.append(
-                (
-                    outcome.case.id,
-                    result.name,
-                    float(score["score"]),
-                    result.score,
-                    score["verdict"],
-                    result.verdict,
-                    same,
-                )
-            )
-        rows.extend(
-            (outcome.case.id, name, float("nan"), r.score, "missing", r.verdict, False) for name, r in mine.items()
-        )
-    rows.extend((case_id, "(case)", float("nan"), o.score, "missing", o.verdict, False) for case_id, o in by_id.items())
+        rows.extend(_evaluator_rows(outcome, record.get("scores", [])))
+    rows.extend((case_id, "(case)", _NAN, o.score, "missing", o.verdict, False) for case_id, o in by_id.items())
     return rows
 
 

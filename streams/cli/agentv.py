@@ -173,12 +173,20 @@ def _actor_resolver(settings: Any) -> Any:
 
 
 def _llm_target(spec: str, settings: Any) -> Any:
-    from engine.errors import ConfigurationError
+    """``llm:SPEC``: a plain text model from the simulation layer's factory, once it is installed."""
+    import importlib
 
-    raise ConfigurationError(
-        f"llm:{spec}: plain-LLM targets need the text-model factory (engine/llm/factory.py), not in this build; "
-        "use recorded:FILE.jsonl or command:CMD"
-    )
+    from engine.errors import ConfigurationError
+    from engine.formats.agentv.llmtarget import TextModelTarget
+
+    try:
+        factory = importlib.import_module("engine.llm.factory")
+    except ModuleNotFoundError:
+        raise ConfigurationError(
+            f"llm:{spec}: plain-LLM targets need the text-model factory (engine/llm/factory.py), not in this build; "
+            "use recorded:FILE.jsonl or command:CMD"
+        ) from None
+    return TextModelTarget(factory.make_text_model(spec, settings))
 
 
 def _write_outputs(outcomes: list[Any], target: str, judge: str, out: Path | None) -> None:

@@ -76,3 +76,17 @@ def test_output_files_of_every_shape() -> None:
     assert parse_output("plain words", "c", "t", 3.0).text == "plain words"
     assert parse_output('{"text": "hi"}', "c", "t", 3.0).text == "hi"
     assert parse_output('{"output_messages": [{"role": "assistant", "content": "m"}]}', "c", "t", 1).text == "m"
+
+
+async def test_a_text_model_target_sends_the_conversation_and_labels_the_model() -> None:
+    from engine.formats.agentv.llmtarget import TextModelTarget
+    from engine.llm.scripted import ScriptedTextModel
+
+    model = ScriptedTextModel.from_pairs([("weekend", "Beets. Always beets.")], default="?")
+    target = TextModelTarget(model)
+    messages = ({"role": "system", "content": "You are Dwight."}, {"role": "user", "content": "Fun weekend?"})
+    answer = await target.answer(TargetRequest("c1", "Fun weekend?", messages))
+    assert (answer.text, answer.target) == ("Beets. Always beets.", f"llm:{model.name}")
+    sent = model.requests[0]
+    assert sent.system == "You are Dwight."
+    assert [(m.role, m.content) for m in sent.messages] == [("user", "Fun weekend?")]
