@@ -88,14 +88,16 @@ def _supplementary(case: EvalCase, extra: str = "") -> str:
     return "\n\n".join(parts)
 
 
-async def llm_judge(spec: EvaluatorSpec, case: EvalCase, observed: Observed, judge: Judge) -> EvaluatorResult:
+async def llm_judge(
+    spec: EvaluatorSpec, case: EvalCase, observed: Observed, judge: Judge, *, extra: str | None = None
+) -> EvaluatorResult:
     claim = Claim(f"{case.id}/{spec.name}", f"The answer meets the expected outcome: {case.expected_outcome.strip()}")
     request = JudgeRequest(
         mode=JudgeMode.SCORE,
         claims=(claim,),
         target_name=case.id,
         action=observed.answer.text,
-        supplementary=_supplementary(case, _prompt_text(spec, case)),
+        supplementary=_supplementary(case, _prompt_text(spec, case) if extra is None else extra),
     )
     answer = (await judge.evaluate(request)).answer_for(claim.id)
     score = float(answer.value) / _SCALE
@@ -146,7 +148,26 @@ async def _composite(spec: EvaluatorSpec, case: EvalCase, observed: Observed, ju
         return _with_children(result(spec, score, hits, misses, reasoning=_summary(children)), children)
     if kind in {"code_judge", "code-judge", "code-grader"}:
         return _with_children(await _code_aggregate(spec, aggregator, case, observed, children), children)
-    return failed(spec, f"composite aggregator {kind!r} is not supported (weighted_average, code_judge)")
+    if kind in {"llm_judge", "llm-judge", "llm-grader"} and judge is not None:
+        return _with_children(await _judge_aggregate(spec, aggregator, case, observed, children, judge), children)
+    return failed(spec, f"composite aggregator {kind!r} is not supported (weighted_average, code_judge, llm_judge)")
+
+
+async def _judge_aggregate(
+    spec: EvaluatorSpec,
+    aggregator: dict[str, object],
+    case: EvalCase,
+    observed: Observed,
+    children: Sequence[EvaluatorResult],
+    judge: Judge,
+) -> EvaluatorResult:
+    """The judge scores the answer 0–9 given the children's scores and reasoning (and the aggregator's prompt)."""
+    from dataclasses import replace
+
+    verdicts = "\n".join(f"- {c.name}: {c.score:.2f} ({c.verdict}) {c.reasoning}".rstrip() for c in children)
+    prompt_spec = replace(spec, config={"prompt": aggregator.get("prompt")})
+    extra = "\n\n".join(p for p in (_prompt_text(prompt_spec, case), f"Evaluator results:\n{verdicts}") if p)
+    return await llm_judge(spec, case, observed, judge, extra=extra)
 
 
 async def _code_aggregate(

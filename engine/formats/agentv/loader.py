@@ -33,6 +33,15 @@ def detect_dialect(data: Any) -> tuple[Dialect, str] | None:
 
 
 def load_eval_file(path: Path) -> tuple[EvalFile | None, list[FileIssue]]:
+    """A YAML eval file, or a ``.jsonl`` dataset (one case per line, defaults from a sidecar YAML)."""
+    if path.suffix == ".jsonl":
+        from engine.formats.agentv.jsonl import read_jsonl
+
+        document = read_jsonl(path)
+        if document.data is None:
+            return None, list(document.issues)
+        loaded, issues = load_document(document, path)
+        return loaded, [*document.issues, *issues]
     document = read_yaml(path)
     if document.issues:
         return None, list(document.issues)

@@ -259,3 +259,41 @@ def test_4x_types_drift_does_not_run_are_refused_by_name(tmp_path: Path) -> None
         f"{path}:5: tests.0.assertions.0.type: evaluator type 'skill-trigger' (agentv 4.x) is not run by drift; "
         "see docs/formats/agentv.md"
     ]
+
+
+def test_jsonl_datasets_with_a_sidecar_and_located_errors(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_text(
+        '{"id": "a", "expected_outcome": "g", "input": "hi"}\n'
+        "\n"
+        "not json\n"
+        '{"id": "b", "expected_outcome": "g"}\n'
+        '{"id": "c", "outcome": "g", "input_messages": [{"role": "user", "content": "yo"}]}\n'
+    )
+    (tmp_path / "cases.yaml").write_text(
+        "dataset: office\nexecution:\n  target: replay\n  evaluators:\n    - {name: j, type: llm_judge, weight: 2}\n"
+    )
+    loaded, issues = load_eval_file(path)
+    assert loaded is not None and loaded.dialect == "seed" and loaded.target == "replay"
+    assert [(c.id, c.dataset, c.line, [e.weight for e in c.evaluators]) for c in loaded.cases] == [
+        ("a", "office", 1, [2.0]),
+        ("c", "office", 5, [2.0]),
+    ]
+    assert [(i.line, i.message.split(":")[0]) for i in issues] == [(3, "not JSON"), (4, "case 'b' skipped")]
+
+
+def test_a_jsonl_dataset_with_4x_keys_is_read_as_4x(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"id": "a", "criteria": "c", "input": "hi", "assertions": [{"type": "contains", "value": "x"}]}\n')
+    loaded, issues = load_eval_file(path)
+    assert issues == [] and loaded is not None and loaded.dialect == "4.x" and loaded.cases[0].dataset == "t"
+
+
+def test_the_corpus_jsonl_dataset_loads_with_its_sidecar() -> None:
+    path = CORPUS / "valid" / "examples" / "features" / "basic-jsonl" / "evals" / "dataset.jsonl"
+    if not path.is_file():
+        pytest.skip(f"AgentV corpus not found at {CORPUS}")
+    loaded, issues = load_eval_file(path)
+    assert issues == [] and loaded is not None
+    assert len(loaded.cases) == len([line for line in path.read_text().splitlines() if line.strip()]) == 7
+    assert {c.dataset for c in loaded.cases} == {"basic-jsonl"}

@@ -234,3 +234,15 @@ async def test_composite_weighted_average_uses_the_aggregator_weights() -> None:
     result = await evaluate(composite, case(), observed(), FakeJudge(score=9))
     assert result.score == pytest.approx(0.3)
     assert [(c.name, c.score) for c in result.children] == [("safety", 1.0), ("traj", 0.0)]
+
+
+async def test_composite_llm_judge_aggregator_asks_the_judge_with_the_childrens_results() -> None:
+    children = (EvaluatorSpec("concise", "llm_judge"), EvaluatorSpec("detail", "llm_judge"))
+    composite = EvaluatorSpec("final", "composite", config={"aggregator": {"type": "llm_judge"}}, children=children)
+    judge = FakeJudge(score=6)
+    result = await evaluate(composite, case(), observed(), judge)
+    assert result.score == pytest.approx(6 / 9)
+    assert [c.name for c in result.children] == ["concise", "detail"]
+    last = judge.requests[-1]
+    assert last.claims[0].id == "c1/final"
+    assert last.supplementary is not None and "- concise: 0.67 (borderline) because c1/concise" in last.supplementary

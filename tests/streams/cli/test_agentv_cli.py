@@ -136,3 +136,11 @@ def test_the_ci_workflow_runs_the_bundled_eval_beside_persona_regression() -> No
     commands = " ".join(step.get("run", "") for step in jobs["agentv"]["steps"])
     assert "drift agentv run ops/examples/agentv/office.eval.yaml" in commands
     assert "--format junit" in commands
+
+
+def test_validate_reads_jsonl_datasets(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_text('{"id": "t", "criteria": "c", "input": "hi", "assertions": [{"type": "is-json"}]}\n')
+    result = invoke("validate", str(path))
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"ok  {path}: dialect 4.x, 1 cases, 1 evaluators"
