@@ -73,10 +73,10 @@ def run_command(
         typer.echo("drift: --format must be table, json or junit", err=True)
         raise typer.Exit(2)
     settings = settings_from(database=database)
-    outcomes, target_name, judge_name, runs = run(
-        _run_files(files, target, judge, eval_id, workers, case_timeout, settings)
-    )
-    _write_outputs(outcomes, target_name, judge_name, out)
+    batches = run(_run_files(files, target, judge, eval_id, workers, case_timeout, settings))
+    outcomes = [o for done, _ in batches for o in done]
+    runs = [format_run for _, format_run in batches]
+    _write_outputs(batches, out)
     summary = _emit(outcomes, runs, output_format)
     if settings.database_url:
         run(_record(settings.database_url, runs))
@@ -93,7 +93,8 @@ async def _run_files(
     workers: int,
     timeout: float,
     settings: Any,
-) -> tuple[list[Any], str, str, list[Any]]:
+) -> list[tuple[list[Any], Any]]:
+    """Per file with matching cases: its outcomes and its FormatRun."""
     from engine.errors import ConfigurationError
     from engine.formats.agentv import records, summary
     from engine.formats.agentv.runner import RunOptions, run_cases
@@ -101,21 +102,18 @@ async def _run_files(
     loaded = _load(files)
     judge = _judge(judge_spec, settings, loaded)
     judge_name = judge.name if judge is not None else "none"
-    outcomes: list[Any] = []
-    runs: list[Any] = []
-    target_name = ""
+    batches: list[tuple[list[Any], Any]] = []
     for eval_file in loaded:
         cases = [c for c in eval_file.cases if not ids or any(fnmatch.fnmatchcase(c.id, p) for p in ids)]
         if not cases:
             continue
         target = _target(spec or eval_file.target, eval_file.path, settings)
-        target_name = target.name
         done = await run_cases(cases, target, judge, RunOptions(workers, timeout))
-        outcomes.extend(done)
-        runs.append(records.format_run(str(eval_file.path), target.name, judge_name, done, summary.summarise(done)))
-    if not outcomes:
+        stats = summary.summarise(done)
+        batches.append((done, records.format_run(str(eval_file.path), target.name, judge_name, done, stats)))
+    if not batches:
         raise ConfigurationError("no cases to run" + (f" matching --eval-id {', '.join(ids)}" if ids else ""))
-    return outcomes, target_name, judge_name, runs
+    return batches
 
 
 def _load(files: list[Path]) -> list[Any]:
@@ -189,15 +187,16 @@ def _llm_target(spec: str, settings: Any) -> Any:
     return TextModelTarget(factory.make_text_model(spec, settings))
 
 
-def _write_outputs(outcomes: list[Any], target: str, judge: str, out: Path | None) -> None:
+def _write_outputs(batches: list[tuple[list[Any], Any]], out: Path | None) -> None:
+    """Our JSONL records (each with its file's target and judge) and the 4.x index records beside them."""
     from engine.formats.agentv import records
 
     if out is None:
         return
-    lines = [orjson.dumps(records.case_record(o, target, judge)) for o in outcomes]
+    lines = [orjson.dumps(records.case_record(o, run.target, run.judge)) for done, run in batches for o in done]
     out.write_bytes(b"\n".join(lines) + b"\n")
     index = out.with_name(out.name.removesuffix(".jsonl") + ".index.jsonl")
-    index.write_bytes(b"\n".join(orjson.dumps(records.index_record(o)) for o in outcomes) + b"\n")
+    index.write_bytes(b"\n".join(orjson.dumps(records.index_record(o)) for done, _ in batches for o in done) + b"\n")
 
 
 def _emit(outcomes: list[Any], runs: list[Any], output_format: str) -> dict[str, Any]:
@@ -211,7 +210,8 @@ def _emit(outcomes: list[Any], runs: list[Any], output_format: str) -> dict[str,
         typer.echo(summary.junit(outcomes, "agentv"))
     else:
         typer.echo(summary.table(outcomes, overall))
-        typer.echo(f"target {runs[0].target}  judge {runs[0].judge}")
+        for format_run in runs:
+            typer.echo(f"{format_run.source}: target {format_run.target}  judge {format_run.judge}")
     return overall
 
 
