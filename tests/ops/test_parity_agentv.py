@@ -46,6 +46,11 @@ AGENTV_4_42_4 = {
     "llm-grader-default": (3 / 9, "quality_failure", {"tone": 3 / 9}),
     "rubrics-scripted": (3 / 3.5, "ok", {"character": 3 / 3.5}),
     "rubrics-required-unmet": (0.75, "quality_failure", {"character": 0.75}),
+    "execution-limits": (
+        0.5,
+        "quality_failure",
+        {"fast": 1.0, "slow-limit": 0.0, "cheap": 1.0, "tokens-ok": 1.0, "tokens-over": 0.0},
+    ),
 }
 
 

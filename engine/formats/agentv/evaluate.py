@@ -4,12 +4,13 @@
 own prompt file, when it names one) and reports it as score ÷ 9; ``rubric`` asks the judge to check each
 rubric (true/false) and scores satisfied weight ÷ total weight, failing outright when a required rubric is
 unmet. Claim ids are ``CASE/EVALUATOR`` and ``CASE/EVALUATOR/RUBRIC``, so a scripted judge can target them.
-A case without evaluators is judged by one default ``llm_judge``. An evaluator that raises counts 0 at its
-weight, with the error.
+A case without evaluators is judged by one default ``llm_judge``. A case's evaluators run concurrently (judge
+calls and code judges overlap); an evaluator that raises counts 0 at its weight, with the error.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 
 from engine.formats.agentv import scoring
@@ -25,7 +26,7 @@ _SCALE = 9.0
 
 async def evaluate_case(case: EvalCase, observed: Observed, judge: Judge | None) -> tuple[EvaluatorResult, ...]:
     specs = case.evaluators or (DEFAULT_EVALUATOR,)
-    return tuple([await evaluate(spec, case, observed, judge) for spec in specs])
+    return tuple(await asyncio.gather(*(evaluate(spec, case, observed, judge) for spec in specs)))
 
 
 async def evaluate(spec: EvaluatorSpec, case: EvalCase, observed: Observed, judge: Judge | None) -> EvaluatorResult:
@@ -45,7 +46,11 @@ def _deterministic(spec: EvaluatorSpec, case: EvalCase, observed: Observed) -> E
         "latency": lambda: scoring.threshold_check(spec, "duration ms", observed.duration_ms, "threshold"),
         "cost": lambda: scoring.threshold_check(spec, "cost USD", observed.cost_usd, "budget"),
         "token_usage": lambda: scoring.token_usage(
-            spec, usage.input_tokens, usage.output_tokens, usage.input_tokens + usage.output_tokens > 0
+            spec,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_input_tokens,
+            usage.input_tokens + usage.output_tokens + usage.cache_read_input_tokens > 0,
         ),
     }
     scorer = scorers.get(spec.type)
@@ -136,7 +141,7 @@ async def rubric(spec: EvaluatorSpec, case: EvalCase, observed: Observed, judge:
 
 
 async def _composite(spec: EvaluatorSpec, case: EvalCase, observed: Observed, judge: Judge | None) -> EvaluatorResult:
-    children = tuple([await evaluate(child, case, observed, judge) for child in spec.children])
+    children = tuple(await asyncio.gather(*(evaluate(child, case, observed, judge) for child in spec.children)))
     aggregator = spec.config.get("aggregator") or {}
     kind = aggregator.get("type", "weighted_average") if isinstance(aggregator, dict) else "weighted_average"
     if kind == "weighted_average":

@@ -53,7 +53,7 @@ async def run_case(case: EvalCase, target: Target, judge: Judge | None) -> CaseO
     except Exception as exc:
         return _errored(case, f"target {target.name}: {exc}", started, stamp)
     duration = answer.latency_ms or (time.perf_counter() - started) * 1000
-    results = await evaluate_case(case, Observed(answer, duration), judge)
+    results = await evaluate_case(case, Observed(answer, duration, answer.cost_usd), judge)
     specs = case.evaluators or (DEFAULT_EVALUATOR,)
     score = case_score(results, [s.required_min for s in specs])
     elapsed = (time.perf_counter() - started) * 1000

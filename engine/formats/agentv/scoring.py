@@ -315,16 +315,26 @@ def threshold_check(spec: EvaluatorSpec, label: str, observed: float | None, lim
     return result(spec, 1.0, (line,)) if observed <= limit else result(spec, 0.0, (), (line,))
 
 
-def token_usage(spec: EvaluatorSpec, input_tokens: int, output_tokens: int, reported: bool) -> EvaluatorResult:
-    limits = {"max_total": input_tokens + output_tokens, "max_input": input_tokens, "max_output": output_tokens}
-    given = {k: v for k, v in spec.config.items() if k in limits and isinstance(v, int | float)}
+def token_usage(
+    spec: EvaluatorSpec, input_tokens: int, output_tokens: int, cached: int, reported: bool
+) -> EvaluatorResult:
+    """1 when every limit given (``max_input``, ``max_output``, ``max_total`` = input + output + cached) holds,
+    else 0 (as 4.x); 0 with a miss when the target reported no usage."""
+    observed = {
+        "max_input": input_tokens,
+        "max_output": output_tokens,
+        "max_total": input_tokens + output_tokens + cached,
+    }
+    given = {k: v for k, v in spec.config.items() if k in observed and isinstance(v, int | float)}
     if not given:
         return failed(spec, "token_usage needs max_total, max_input or max_output")
     if not reported:
         return result(spec, 0.0, (), ("no token usage reported by the target",))
     hits: list[str] = []
     misses: list[str] = []
-    for key, limit in given.items():
-        line = f"{key.removeprefix('max_')} tokens {limits[key]} (limit {limit:g})"
-        (hits if limits[key] <= limit else misses).append(line)
-    return result(spec, len(hits) / len(given), hits, misses)
+    for key in ("max_input", "max_output", "max_total"):
+        if key in given:
+            label = key.removeprefix("max_").capitalize()
+            ok = observed[key] <= given[key]
+            (hits if ok else misses).append(f"{label} tokens {observed[key]} {'<=' if ok else '>'} {given[key]:g}")
+    return result(spec, 0.0 if misses else 1.0, hits, misses)

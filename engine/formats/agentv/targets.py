@@ -143,15 +143,18 @@ def parse_output(content: str, item_id: str, target: str, latency_ms: float) -> 
     messages = body.get("output", body.get("output_messages"))
     usage_raw: Mapping[str, Any] = body["token_usage"] if isinstance(body.get("token_usage"), Mapping) else {}
     usage = TokenUsage(
-        input_tokens=int(usage_raw.get("input", 0) or 0), output_tokens=int(usage_raw.get("output", 0) or 0)
+        input_tokens=int(usage_raw.get("input", 0) or 0),
+        output_tokens=int(usage_raw.get("output", 0) or 0),
+        cache_read_input_tokens=int(usage_raw.get("cached", 0) or 0),
     )
-    duration = body.get("duration_ms")
+    duration, cost = body.get("duration_ms"), body.get("cost_usd")
     latency = float(duration) if isinstance(duration, int | float) and not isinstance(duration, bool) else latency_ms
+    cost_usd = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
     if isinstance(messages, list) and messages:
         text, calls = _from_messages(messages)
-        return TargetAnswer(item_id, text, target, calls, usage=usage, latency_ms=latency)
+        return TargetAnswer(item_id, text, target, calls, usage=usage, latency_ms=latency, cost_usd=cost_usd)
     if "text" in body:
-        return TargetAnswer(item_id, str(body["text"]), target, usage=usage, latency_ms=latency)
+        return TargetAnswer(item_id, str(body["text"]), target, usage=usage, latency_ms=latency, cost_usd=cost_usd)
     return TargetAnswer(item_id, content, target, latency_ms=latency_ms)
 
 

@@ -10,6 +10,7 @@ for line in answers.read_text(encoding="utf-8").splitlines():
     record = json.loads(line)
     if record["id"] == case_id:
         message = {"role": "assistant", "content": record["answer"], "tool_calls": record.get("tool_calls", [])}
-        Path(output_file).write_text(json.dumps({"output": [message]}), encoding="utf-8")
+        metrics = {k: record[k] for k in ("duration_ms", "token_usage", "cost_usd") if k in record}
+        Path(output_file).write_text(json.dumps({"output": [message], **metrics}), encoding="utf-8")
         sys.exit(0)
 sys.exit(f"no recorded answer for {case_id}")

@@ -198,9 +198,12 @@ async def test_metric_evaluators_compare_against_their_limits() -> None:
     tokens = EvaluatorSpec("t", "token_usage", config={"max_total": 50, "max_output": 10})
     seen = observed(usage=TokenUsage(input_tokens=30, output_tokens=12))
     results = await evaluate_case(case(latency, cost, tokens), seen, None)
-    assert [x.score for x in results] == [0.0, 0.0, 0.5]
+    assert [x.score for x in results] == [0.0, 0.0, 0.0]
     assert results[0].misses == ("duration ms 120 (limit 100)",)
     assert results[1].misses == ("no cost USD reported by the target",)
+    assert (results[2].hits, results[2].misses) == (("Total tokens 42 <= 50",), ("Output tokens 12 > 10",))
+    within = await evaluate_case(case(tokens), observed(usage=TokenUsage(input_tokens=30, output_tokens=9)), None)
+    assert within[0].score == 1.0
 
 
 async def test_field_accuracy_matches_exact_numeric_and_date_fields() -> None:
