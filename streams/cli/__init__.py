@@ -39,6 +39,8 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("agents", "agents", "app"),
     ("experiment", "experiment", "app"),
     ("view", None, "app"),
+    ("metareason", "metareason", "app"),
+    ("plexus", "plexus", "app"),
     ("agentv", "agentv", "app"),
 )
 
