@@ -53,6 +53,7 @@ def run_command(
         str | None, typer.Option("--target", help="recorded:FILE | command:CMD | actor:ID | llm:SPEC | NAME")
     ] = None,
     judge: JudgeOpt = None,
+    actor: Annotated[str | None, typer.Option("--actor", help="The actor behind actor: targets.")] = None,
     eval_id: Annotated[list[str] | None, typer.Option("--eval-id", help="Only cases whose id matches (glob).")] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Cases run at once.")] = 4,
     case_timeout: Annotated[float, typer.Option("--case-timeout", help="Seconds per case.")] = 300.0,
@@ -73,7 +74,7 @@ def run_command(
         typer.echo("drift: --format must be table, json or junit", err=True)
         raise typer.Exit(2)
     settings = settings_from(database=database)
-    batches = run(_run_files(files, target, judge, eval_id, workers, case_timeout, settings))
+    batches = run(_run_files(files, target, judge, eval_id, workers, case_timeout, settings, actor))
     outcomes = [o for done, _ in batches for o in done]
     runs = [format_run for _, format_run in batches]
     _write_outputs(batches, out)
@@ -93,6 +94,7 @@ async def _run_files(
     workers: int,
     timeout: float,
     settings: Any,
+    actor: str | None,
 ) -> list[tuple[list[Any], Any]]:
     """Per file with matching cases: its outcomes and its FormatRun."""
     from engine.errors import ConfigurationError
@@ -107,7 +109,7 @@ async def _run_files(
         cases = [c for c in eval_file.cases if not ids or any(fnmatch.fnmatchcase(c.id, p) for p in ids)]
         if not cases:
             continue
-        target = _target(spec or eval_file.target, eval_file.path, settings)
+        target = _target(spec or eval_file.target, eval_file.path, settings, actor)
         done = await run_cases(cases, target, judge, RunOptions(workers, timeout))
         stats = summary.summarise(done)
         batches.append((done, records.format_run(str(eval_file.path), target.name, judge_name, done, stats)))
@@ -141,7 +143,7 @@ def _judge(spec: str | None, settings: Any, loaded: list[Any]) -> Any:
     return make_judge(spec or "", settings) if needs or spec else None
 
 
-def _target(spec: str | None, eval_path: Path, settings: Any) -> Any:
+def _target(spec: str | None, eval_path: Path, settings: Any, actor: str | None) -> Any:
     from engine.errors import ConfigurationError
     from engine.formats.agentv.targets import load_named_target
     from engine.formats.targets import parse_target
@@ -154,18 +156,27 @@ def _target(spec: str | None, eval_path: Path, settings: Any) -> Any:
     if kind == "llm" and sep:
         return _llm_target(argument, settings)
     if kind in {"recorded", "command", "actor"} and sep:
-        return parse_target(spec, cwd=Path.cwd(), resolve_actor=_actor_resolver(settings))
+        return parse_target(spec, cwd=Path.cwd(), resolve_actor=_actor_resolver(actor, settings))
     return load_named_target(spec, eval_path.parent)
 
 
-def _actor_resolver(settings: Any) -> Any:
+def _actor_resolver(actor_spec: str | None, settings: Any) -> Any:
+    """``actor:AGENT_ID``: the agent's persona answering through the simulations' actor factory, once it exists."""
+    import importlib
+
     from engine.errors import ConfigurationError
 
     def resolve(agent_id: str) -> Any:
-        raise ConfigurationError(
-            f"actor:{agent_id}: persona actors need the simulation layer's actor factory (engine/actors), "
-            "not in this build; use recorded:FILE.jsonl or command:CMD"
-        )
+        try:
+            factory = importlib.import_module("engine.actors.factory")
+        except ModuleNotFoundError:
+            raise ConfigurationError(
+                f"actor:{agent_id}: persona actors need the simulation layer's actor factory (engine/actors), "
+                "not in this build; use recorded:FILE.jsonl or command:CMD"
+            ) from None
+        from engine.personas import load_persona
+
+        return factory.make_actor(actor_spec or "", settings), load_persona(settings.propositions_dir, agent_id)
 
     return resolve
 

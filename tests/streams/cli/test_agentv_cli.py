@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
+import sys
+import types
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -11,6 +14,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
+from engine.actors.base import ActRequest, ActResult
 from engine.settings import REPO_ROOT
 from streams.cli.agentv import app
 
@@ -116,17 +120,60 @@ def test_compare_exits_1_on_a_mean_drop_beyond_the_threshold(tmp_path: Path) -> 
 
 @pytest.mark.skipif(not DRIFT.exists(), reason="needs the installed drift entry point")
 def test_user_errors_are_one_line_exit_2(tmp_path: Path) -> None:
-    actor = subprocess.run(
-        [str(DRIFT), "agentv", "run", str(EVAL), "--target", "actor:dwight"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    missing = subprocess.run([str(DRIFT), "agentv", "run", str(EVAL)], capture_output=True, text=True, check=False)
+    assert missing.returncode == 2
+    lines = missing.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("drift: ") and "no target" in lines[0]
+
+
+@pytest.mark.skipif(not DRIFT.exists(), reason="needs the installed drift entry point")
+@pytest.mark.skipif(importlib.util.find_spec("engine.actors.factory") is not None, reason="the actor factory exists")
+def test_actor_targets_say_they_need_the_simulations_actor() -> None:
+    argv = [str(DRIFT), "agentv", "run", str(EVAL), "--target", "actor:dwight"]
+    actor = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert actor.returncode == 2
     lines = actor.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("drift: actor:dwight: persona actors need")
-    missing = subprocess.run([str(DRIFT), "agentv", "run", str(EVAL)], capture_output=True, text=True, check=False)
-    assert missing.returncode == 2 and "no target" in missing.stderr
+
+
+def test_actor_targets_use_the_factory_and_the_persona(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[ActRequest] = []
+
+    class Dwight:
+        name = "fake-dwight"
+
+        async def act(self, request: ActRequest) -> ActResult:
+            seen.append(request)
+            return ActResult("Beets. I am assistant regional manager at Schrute Farms.", self.name)
+
+    def make_actor(spec: str, settings: object) -> Dwight:
+        assert spec == "fake"
+        return Dwight()
+
+    factory = types.ModuleType("engine.actors.factory")
+    factory.make_actor = make_actor  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "engine.actors.factory", factory)
+    out = tmp_path / "r.jsonl"
+    result = invoke(
+        "run",
+        str(EVAL),
+        "--target",
+        "actor:dwight",
+        "--actor",
+        "fake",
+        "--judge",
+        f"scripted:{JUDGE}",
+        "--eval-id",
+        "dwight-weekend-beets",
+        "--out",
+        str(out),
+    )
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+    assert record["target"] == "actor:dwight (fake-dwight)"
+    assert record["score"] == 1.0
+    assert seen[0].persona is not None and seen[0].persona.id == "dwight"
+    assert seen[0].stimulus == "Jim: Hey Dwight, do anything fun this weekend?"
 
 
 def test_the_ci_workflow_runs_the_bundled_eval_beside_persona_regression() -> None:
