@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench schemas clean
+.PHONY: demo test lint typecheck unit bench schemas parity-agentv clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ bench: $(VENV)/.dev
 
 schemas: $(VENV)/.dev
 	$(BIN)/python -m ops.schemas
+
+# Not part of `make test`: installs agentv@4.42.4 from the npm registry into ~/.cache/persona-drift/agentv and
+# compares its scores with drift's on ops/parity/agentv/ (docs/formats/agentv.md).
+parity-agentv: $(VENV)/.dev
+	$(BIN)/python -m ops.parity.agentv
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from engine.formats.agentv.schema import AgentVEvalFile
 from engine.formats.metareason.model import PromptFamily
 from engine.formats.plexus.model import Score as PlexusScore
 from engine.formats.plexus.model import Scorecard as PlexusScorecard
@@ -32,6 +33,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "schemas/metareason.schema.json": PromptFamily,
     "schemas/plexus-score.schema.json": PlexusScore,
     "schemas/plexus-scorecard.schema.json": PlexusScorecard,
+    "schemas/agentv-eval.schema.json": AgentVEvalFile,
     **{f"schemas/topics/{topic}.schema.json": model for topic, model in TOPIC_MODELS.items()},
 }
 

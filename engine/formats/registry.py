@@ -27,6 +27,7 @@ KIND_PROVIDERS: tuple[str, ...] = (
     "engine.formats.plexus.kind:KIND",
     "engine.formats.registry:PERSONA",
     "engine.formats.metareason.kind:KIND",
+    "engine.formats.agentv.kind:KIND",
 )
 
 

@@ -75,6 +75,8 @@ class TargetAnswer:
     usage: TokenUsage = ZERO_USAGE
     latency_ms: float = 0.0
     cached: bool = False
+    #: what the answer cost, when the target reports it (AgentV cli targets' ``cost_usd``)
+    cost_usd: float | None = None
 
 
 @runtime_checkable

@@ -82,6 +82,16 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         lambda r: r["plexus_code_node_p50_ms"] <= 50,
     ),
     "plexus_sandbox_floor_p50_ms": ("the sandbox starting `python -I -S -c pass`, interleaved", "—", None),
+    "agentv_overhead_ms_per_case": (
+        "AgentV runner cost per case, instant target and judge, 4 evaluators, records + summary",
+        "≤ 5",
+        lambda r: r["agentv_overhead_ms_per_case"] <= 5,
+    ),
+    "agentv_vs_ideal": (
+        "200 AgentV cases, 200 ms target + 200 ms judge, --workers 20: wall ÷ ideal (4 s)",
+        "≤ 1.3",
+        lambda r: r["agentv_vs_ideal"] <= 1.3,
+    ),
 }
 
 
@@ -119,7 +129,7 @@ def main() -> None:
     """Each benchmark runs in a fresh interpreter: a microbenchmark timed inside a process that has imported
     Faust and the Kafka clients pays for their larger heap in garbage collection (measured: ~60% slower)."""
     started = time.monotonic()
-    for name in ("checks", "gate", "steps", "metareason", "plexus"):
+    for name in ("checks", "gate", "steps", "metareason", "plexus", "agentv"):
         print(f"== {name}", flush=True)
         subprocess.run([sys.executable, "-m", f"ops.bench.{name}"], check=True)
     results = json.loads(RESULTS_PATH.read_text(encoding="utf-8"))

@@ -41,6 +41,7 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("view", None, "app"),
     ("metareason", "metareason", "app"),
     ("plexus", "plexus", "app"),
+    ("agentv", "agentv", "app"),
 )
 
 

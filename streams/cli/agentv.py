@@ -1,0 +1,272 @@
+"""``drift agentv validate|run|compare``: AgentV eval cases (seed-era and 4.x files).
+
+``run`` answers every case with ``--target`` (``recorded:FILE.jsonl``, ``command:CMD``, ``actor:AGENT_ID``,
+``llm:SPEC`` or the name of a ``cli`` target in ``.agentv/targets.yaml``), scores it with the case's evaluators
+(``--judge`` for LLM judges and rubrics), writes one JSONL record per case (``--out``, upstream field names)
+plus the 4.x ``index.jsonl`` records beside it, prints a table / JSON / JUnit, and records the run in
+PostgreSQL when a database is configured. Exit 1 when the mean is below ``--threshold`` or a case fails
+(``--allow-failures`` turns the latter off), 2 on a usage or file error.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+
+from streams.cli.common import DatabaseOpt, JudgeOpt, run, settings_from
+
+app = typer.Typer(help="AgentV eval cases: validate, run against a target, compare result files.")
+
+FormatOpt = Annotated[str, typer.Option("--format", help="table | json | junit")]
+
+
+@app.command("validate")
+def validate(files: Annotated[list[Path], typer.Argument(help="Eval files (any name).", show_default=False)]) -> None:
+    """Check eval files of either dialect; prints the dialect and case count, or FILE:LINE problems (exit 2)."""
+    from engine.formats.agentv.loader import load_eval_file
+
+    failed = False
+    for path in files:
+        if not path.is_file():
+            typer.echo(f"drift: no such file: {path}", err=True)
+            raise typer.Exit(2)
+        loaded, issues = load_eval_file(path)
+        for issue in issues:
+            typer.echo(str(issue), err=True)
+        failed = failed or bool(issues) or loaded is None
+        if loaded is not None:
+            evaluators = sum(len(c.evaluators) for c in loaded.cases)
+            status = "ok " if not issues else "bad"
+            typer.echo(f"{status} {path}: dialect {loaded.dialect}, {len(loaded.cases)} cases, {evaluators} evaluators")
+    if failed:
+        raise typer.Exit(2)
+
+
+@app.command("run")
+def run_command(
+    files: Annotated[list[Path], typer.Argument(help="Eval files.", show_default=False)],
+    target: Annotated[
+        str | None, typer.Option("--target", help="recorded:FILE | command:CMD | actor:ID | llm:SPEC | NAME")
+    ] = None,
+    judge: JudgeOpt = None,
+    actor: Annotated[str | None, typer.Option("--actor", help="The actor behind actor: targets.")] = None,
+    eval_id: Annotated[list[str] | None, typer.Option("--eval-id", help="Only cases whose id matches (glob).")] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Cases run at once.")] = 4,
+    case_timeout: Annotated[float, typer.Option("--case-timeout", help="Seconds per case.")] = 300.0,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="JSONL results (4.x index records go to OUT.index.jsonl).")
+    ] = None,
+    threshold: Annotated[
+        float | None, typer.Option("--threshold", help="Exit 1 when the mean score is below this.")
+    ] = None,
+    allow_failures: Annotated[
+        bool, typer.Option("--allow-failures", help="Do not exit 1 because a case failed.")
+    ] = False,
+    output_format: FormatOpt = "table",
+    database: DatabaseOpt = None,
+) -> None:
+    """Run eval cases against a target and score them."""
+    if output_format not in {"table", "json", "junit"}:
+        typer.echo("drift: --format must be table, json or junit", err=True)
+        raise typer.Exit(2)
+    settings = settings_from(database=database)
+    batches = run(_run_files(files, target, judge, eval_id, workers, case_timeout, settings, actor))
+    outcomes = [o for done, _ in batches for o in done]
+    runs = [format_run for _, format_run in batches]
+    _write_outputs(batches, out)
+    summary = _emit(outcomes, runs, output_format)
+    if settings.database_url:
+        run(_record(settings.database_url, runs))
+    failed_case = any(o.verdict == "fail" or o.error for o in outcomes)
+    if (threshold is not None and summary["mean"] < threshold) or (failed_case and not allow_failures):
+        raise typer.Exit(1)
+
+
+async def _run_files(
+    files: list[Path],
+    spec: str | None,
+    judge_spec: str | None,
+    ids: list[str] | None,
+    workers: int,
+    timeout: float,
+    settings: Any,
+    actor: str | None,
+) -> list[tuple[list[Any], Any]]:
+    """Per file with matching cases: its outcomes and its FormatRun."""
+    from engine.errors import ConfigurationError
+    from engine.formats.agentv import records, summary
+    from engine.formats.agentv.runner import RunOptions, run_cases
+
+    loaded = _load(files)
+    judge = _judge(judge_spec, settings, loaded)
+    judge_name = judge.name if judge is not None else "none"
+    batches: list[tuple[list[Any], Any]] = []
+    for eval_file in loaded:
+        cases = [c for c in eval_file.cases if not ids or any(fnmatch.fnmatchcase(c.id, p) for p in ids)]
+        if not cases:
+            continue
+        target = _target(spec or eval_file.target, eval_file.path, settings, actor)
+        done = await run_cases(cases, target, judge, RunOptions(workers, timeout))
+        stats = summary.summarise(done)
+        batches.append((done, records.format_run(str(eval_file.path), target.name, judge_name, done, stats)))
+    if not batches:
+        raise ConfigurationError("no cases to run" + (f" matching --eval-id {', '.join(ids)}" if ids else ""))
+    return batches
+
+
+def _load(files: list[Path]) -> list[Any]:
+    from engine.errors import ConfigurationError
+    from engine.formats.agentv.loader import load_eval_file
+
+    loaded = []
+    for path in files:
+        if not path.is_file():
+            raise ConfigurationError(f"no such file: {path}")
+        eval_file, issues = load_eval_file(path)
+        for issue in issues:
+            typer.echo(f"{issue} (skipped)", err=True)
+        if eval_file is None:
+            raise ConfigurationError(f"{path}: not a usable AgentV eval file")
+        loaded.append(eval_file)
+    return loaded
+
+
+def _judge(spec: str | None, settings: Any, loaded: list[Any]) -> Any:
+    from engine.judges.factory import make_judge
+
+    judged = {"llm_judge", "rubric", "composite"}
+    needs = any(not c.evaluators or any(e.type in judged for e in c.evaluators) for f in loaded for c in f.cases)
+    return make_judge(spec or "", settings) if needs or spec else None
+
+
+def _target(spec: str | None, eval_path: Path, settings: Any, actor: str | None) -> Any:
+    from engine.errors import ConfigurationError
+    from engine.formats.agentv.targets import load_named_target
+    from engine.formats.targets import parse_target
+
+    if not spec:
+        raise ConfigurationError(
+            f"{eval_path}: no target: pass --target (recorded:FILE.jsonl, command:CMD, actor:ID, NAME)"
+        )
+    kind, sep, argument = spec.partition(":")
+    if kind == "llm" and sep:
+        return _llm_target(argument, settings)
+    if kind in {"recorded", "command", "actor"} and sep:
+        return parse_target(spec, cwd=Path.cwd(), resolve_actor=_actor_resolver(actor, settings))
+    return load_named_target(spec, eval_path.parent)
+
+
+def _actor_resolver(actor_spec: str | None, settings: Any) -> Any:
+    """``actor:AGENT_ID``: the agent's persona answering through the simulations' actor factory, once it exists."""
+    import importlib
+
+    from engine.errors import ConfigurationError
+
+    def resolve(agent_id: str) -> Any:
+        try:
+            factory = importlib.import_module("engine.actors.factory")
+        except ModuleNotFoundError:
+            raise ConfigurationError(
+                f"actor:{agent_id}: persona actors need the simulation layer's actor factory (engine/actors), "
+                "not in this build; use recorded:FILE.jsonl or command:CMD"
+            ) from None
+        from engine.personas import load_persona
+
+        return factory.make_actor(actor_spec or "", settings), load_persona(settings.propositions_dir, agent_id)
+
+    return resolve
+
+
+def _llm_target(spec: str, settings: Any) -> Any:
+    """``llm:SPEC``: a plain text model from the simulation layer's factory, once it is installed."""
+    import importlib
+
+    from engine.errors import ConfigurationError
+    from engine.formats.agentv.llmtarget import TextModelTarget
+
+    try:
+        factory = importlib.import_module("engine.llm.factory")
+    except ModuleNotFoundError:
+        raise ConfigurationError(
+            f"llm:{spec}: plain-LLM targets need the text-model factory (engine/llm/factory.py), not in this build; "
+            "use recorded:FILE.jsonl or command:CMD"
+        ) from None
+    return TextModelTarget(factory.make_text_model(spec, settings))
+
+
+def _write_outputs(batches: list[tuple[list[Any], Any]], out: Path | None) -> None:
+    """Our JSONL records (each with its file's target and judge) and the 4.x index records beside them."""
+    from engine.formats.agentv import records
+
+    if out is None:
+        return
+    lines = [orjson.dumps(records.case_record(o, run.target, run.judge)) for done, run in batches for o in done]
+    out.write_bytes(b"\n".join(lines) + b"\n")
+    index = out.with_name(out.name.removesuffix(".jsonl") + ".index.jsonl")
+    index.write_bytes(b"\n".join(orjson.dumps(records.index_record(o)) for done, _ in batches for o in done) + b"\n")
+
+
+def _emit(outcomes: list[Any], runs: list[Any], output_format: str) -> dict[str, Any]:
+    from engine.formats.agentv import summary
+
+    overall = summary.summarise(outcomes)
+    if output_format == "json":
+        body = {"summary": overall, "runs": [r.model_dump(mode="json") for r in runs]}
+        typer.echo(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode())
+    elif output_format == "junit":
+        typer.echo(summary.junit(outcomes, "agentv"))
+    else:
+        typer.echo(summary.table(outcomes, overall))
+        for format_run in runs:
+            typer.echo(f"{format_run.source}: target {format_run.target}  judge {format_run.judge}")
+    return overall
+
+
+async def _record(url: str, runs: list[Any]) -> None:
+    from streams.store import Store
+    from streams.store_formats import PostgresRunRecorder
+
+    async with await Store.connect(url) as store:
+        recorder = PostgresRunRecorder(store)
+        for format_run in runs:
+            await recorder.record(format_run)
+
+
+@app.command("compare")
+def compare_command(
+    baseline: Annotated[Path, typer.Argument(help="Results A (JSONL).")],
+    candidate: Annotated[Path, typer.Argument(help="Results B (JSONL).")],
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="Win/loss margin; exit 1 when the mean drops by more.")
+    ] = 0.1,
+    output_format: FormatOpt = "table",
+) -> None:
+    """Compare two result files case by case: win / loss / tie, and the mean delta."""
+    from engine.formats.agentv.summary import compare, read_scores
+
+    result = compare(read_scores(baseline), read_scores(candidate), threshold)
+    if output_format == "json":
+        body = {
+            "rows": [dict(zip(("eval_id", "a", "b", "delta", "outcome"), r, strict=True)) for r in result.rows],
+            "mean_a": result.mean_a,
+            "mean_b": result.mean_b,
+            "mean_delta": result.mean_delta,
+            "counts": result.counts(),
+            "only_a": result.only_a,
+            "only_b": result.only_b,
+        }
+        typer.echo(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode())
+    else:
+        for key, a, b, delta, outcome in result.rows:
+            typer.echo(f"{key:<40} {a:6.3f} -> {b:6.3f}  {delta:+.3f}  {outcome}")
+        counts = result.counts()
+        typer.echo(
+            f"mean {result.mean_a:.3f} -> {result.mean_b:.3f} ({result.mean_delta:+.3f})  "
+            f"wins {counts['win']}  losses {counts['loss']}  ties {counts['tie']}"
+        )
+    if result.mean_delta < -threshold:
+        raise typer.Exit(1)
