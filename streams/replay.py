@@ -21,12 +21,12 @@ import yaml
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
+from engine.config_changes import check_config_keys
 from engine.errors import ConfigurationError, PayloadError, ServiceError
 from engine.models import AgentConfig
 from engine.settings import Settings
 from streams.kafka import client_kwargs, consumer_kwargs, create_topics, start_with_retry
 from streams.payloads import Draft, decode
-from streams.store import check_config_keys
 from streams.topics import Topics
 
 ALL_AGENTS = "*"

@@ -7,7 +7,6 @@ redelivered record never makes a duplicate row.
 
 from __future__ import annotations
 
-import difflib
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -18,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 import orjson
 
+from engine.config_changes import CONFIG_FIELDS, validated_change
 from engine.errors import ConfigurationError, ServiceError
+from engine.ids import check_agent_id
 from engine.models import AgentConfig, Dimension, Event, EventKind
 from streams.payloads import CorrectionLog, Message
 
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from engine.evaluation.run import EvaluationRun, ScoreRow
 
 MIGRATIONS = Path(__file__).parent / "migrations"
-CONFIG_FIELDS: tuple[str, ...] = tuple(AgentConfig.model_fields)
 _CONFIG_COLUMNS = ", ".join(CONFIG_FIELDS)
 #: Messages of a window (run, since, until): the agents' own and, with agent ids, those of their channels.
 _EVENTS_SQL = """
@@ -121,14 +121,12 @@ class Store:
         return None if row is None else AgentConfig.model_validate(dict(row))
 
     async def set_config(self, agent_id: str, changes: dict[str, Any]) -> AgentConfig:
-        """Validate ``changes`` against the current configuration and store the result."""
-        check_config_keys(changes)
+        """Validate the agent id and ``changes`` against the current configuration, then store the result.
+
+        Nothing is written (not even the agent) when the id or a value is rejected."""
+        check_agent_id(agent_id)
+        new = validated_change(agent_id, await self.get_config(agent_id) or AgentConfig(), changes)
         await self.ensure_agents([(agent_id, None)])
-        current = await self.get_config(agent_id) or AgentConfig()
-        try:
-            new = current.with_changes(changes)
-        except ValueError as exc:
-            raise ConfigurationError(f"invalid configuration for {agent_id}: {_first_error(exc)}") from None
         values = new.model_dump()
         assignments = ", ".join(f"{name} = ${i + 2}" for i, name in enumerate(CONFIG_FIELDS))
         await self.pool.execute(
@@ -227,23 +225,6 @@ class Store:
             Event(**{n: r[n] for n in names}, agent_name=r["agent_name"] or r["agent_id"], kind=EventKind(r["kind"]))
             for r in rows
         ]
-
-
-def check_config_keys(changes: dict[str, Any]) -> None:
-    """Unknown configuration keys are errors, with a suggestion."""
-    for key in changes:
-        if key not in CONFIG_FIELDS:
-            close = difflib.get_close_matches(key, CONFIG_FIELDS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigurationError(f"unknown configuration key {key!r}{hint}")
-
-
-def _first_error(exc: ValueError) -> str:
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        first = errors()[0]
-        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-    return str(exc)
 
 
 class DuplicateRequest(ServiceError):
