@@ -10,6 +10,7 @@ from collections.abc import Callable
 import faust
 
 from engine.judges.base import Judge
+from engine.redaction import install_log_masking
 from engine.settings import Settings
 from streams.app import build_app
 
@@ -45,6 +46,7 @@ def run_worker(
     loglevel: str = "WARNING",
 ) -> None:
     """Block until SIGINT/SIGTERM. ``on_ready`` is called once partitions are assigned and the store is up."""
+    install_log_masking([settings.database(), settings.broker])
     loop = _new_loop()
     asyncio.set_event_loop(loop)
     app, runtime = build_app(settings, judge, partitions=partitions)

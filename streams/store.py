@@ -21,6 +21,7 @@ from engine.config_changes import CONFIG_FIELDS, validated_change
 from engine.errors import ConfigurationError, ServiceError
 from engine.ids import check_agent_id
 from engine.models import AgentConfig, Dimension, Event, EventKind
+from engine.redaction import ENCODING_HINT, mask_text, mask_url, userinfo_needs_encoding
 from streams.payloads import CorrectionLog, Message
 
 if TYPE_CHECKING:
@@ -62,8 +63,10 @@ class Store:
             raise ConfigurationError("no database URL: pass --database or set DRIFT_DATABASE_URL")
         try:
             pool = await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, init=_init_connection)
-        except (OSError, asyncpg.PostgresError) as exc:
-            raise ServiceError(f"cannot connect to the database: {exc}") from None
+        except (OSError, ValueError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            reason = mask_text(str(exc) or type(exc).__name__, [url])  # drivers may echo the DSN or its password
+            reason += f"; {ENCODING_HINT}" if userinfo_needs_encoding(url) else ""
+            raise ServiceError(f"cannot connect to the database {mask_url(url)}: {reason}") from None
         return cls(pool)
 
     async def close(self) -> None:

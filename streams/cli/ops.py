@@ -149,18 +149,18 @@ def stats(
 def _fetch_stats(address: str) -> dict[str, Any]:
     import httpx
 
-    from engine.settings import redact_url
+    from engine.redaction import mask_url
 
     try:
         response = httpx.get(f"{address}/stats", timeout=5.0)
         response.raise_for_status()
         data = response.json()
     except httpx.HTTPError as exc:
-        raise ServiceError(f"cannot read {redact_url(address)}/stats: {type(exc).__name__}: {exc}") from None
+        raise ServiceError(f"cannot read {mask_url(address)}/stats: {type(exc).__name__}: {exc}") from None
     except ValueError:
-        raise ServiceError(f"{redact_url(address)}/stats did not answer with JSON (is it a drift worker?)") from None
+        raise ServiceError(f"{mask_url(address)}/stats did not answer with JSON (is it a drift worker?)") from None
     if not isinstance(data, dict) or "attempts" not in data:
-        raise ServiceError(f"{redact_url(address)}/stats did not answer with gate statistics")
+        raise ServiceError(f"{mask_url(address)}/stats did not answer with gate statistics")
     return data
 
 

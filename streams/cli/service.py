@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from engine.redaction import mask_url
 from engine.settings import Settings
 from streams.cli.common import (
     BrokerOpt,
@@ -77,7 +78,9 @@ def up(
             settings = settings.with_(broker=embedded.bootstrap)
 
         run(_prepare(settings, partitions))
-        ready = f"ready broker={settings.broker} database={settings.database()} judge={judge_impl.name}"
+        ready = (
+            f"ready broker={mask_url(settings.broker)} database={mask_url(settings.database())} judge={judge_impl.name}"
+        )
         run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready),
                    loglevel="INFO" if verbose else "WARNING")  # fmt: skip
     _say("stopped")
@@ -104,7 +107,7 @@ def worker(
         settings = settings.with_(sinks=False)
     PropositionLibrary(settings.propositions_dir).validate()
     judge_impl = make_judge(settings.judge, settings)
-    ready = f"ready worker broker={settings.broker} judge={judge_impl.name}"
+    ready = f"ready worker broker={mask_url(settings.broker)} judge={judge_impl.name}"
     run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready),
                loglevel="INFO" if verbose else "WARNING")  # fmt: skip
     print("stopped", file=sys.stderr)
@@ -132,7 +135,7 @@ def sinks_command(broker: BrokerOpt = None, database: DatabaseOpt = None, prefix
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, task.cancel)
-            _say(f"ready sinks broker={settings.broker}")
+            _say(f"ready sinks broker={mask_url(settings.broker)}")
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
