@@ -9,6 +9,7 @@ import typer
 
 from engine.errors import ConfigurationError
 from engine.ids import shown
+from engine.redaction import mask_url
 from streams.cli.common import BrokerOpt, DatabaseOpt, PrefixOpt, run, settings_from
 
 topics_app = typer.Typer(help="Kafka topics of the protocol.", no_args_is_help=True)
@@ -29,7 +30,7 @@ def topics_create(
     settings = settings_from(broker=broker, prefix=prefix)
     created = run(create_topics(settings, partitions=partitions))
     total = len(all_topics(settings))
-    typer.echo(f"topics: {len(created)} created, {total - len(created)} already present ({settings.broker})")
+    typer.echo(f"topics: {len(created)} created, {total - len(created)} already present ({mask_url(settings.broker)})")
 
 
 @db_app.command("migrate")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from engine.errors import ConfigurationError, ServiceError
+from engine.redaction import mask_url
 from streams.cli.common import BrokerOpt, DatabaseOpt, PrefixOpt, run, settings_from
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def tail(
 
     def ready() -> None:  # on stderr, so piped JSON stays clean
         start = "the beginning" if from_beginning else "now"
-        errors.print(f"[dim]tailing {topic} on {settings.broker} from {start} (Ctrl-C to stop)[/dim]")
+        errors.print(f"[dim]tailing {topic} on {mask_url(settings.broker)} from {start} (Ctrl-C to stop)[/dim]")
 
     try:
         run(tail(settings, kind, show, agent=agent, from_beginning=from_beginning, limit=limit, on_ready=ready))
@@ -149,8 +150,6 @@ def stats(
 
 def _fetch_stats(address: str) -> dict[str, Any]:
     import httpx
-
-    from engine.redaction import mask_url
 
     try:
         response = httpx.get(f"{address}/stats", timeout=5.0)
