@@ -129,6 +129,8 @@ class AgentConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    # Every numeric field is bounded: the bounds fit the agent_evaluation_config columns (integer = int32,
+    # real = float4) and are checked before anything is written (engine.config_changes).
     gate_enabled: bool = True
     gate_adherence_enabled: bool = False
     gate_consistency_enabled: bool = False
@@ -142,11 +144,11 @@ class AgentConfig(BaseModel):
     max_action_similarity: float = Field(0.6, ge=0, le=1)
     max_correction_attempts: int = Field(2, ge=0, le=20)
     continue_on_failure: bool = True
-    minimum_required_qty_of_actions: int = Field(0, ge=0)
+    minimum_required_qty_of_actions: int = Field(0, ge=0, le=1000)
     anti_convergence_enabled: bool = False
     convergence_threshold: float = Field(0.6, ge=0, le=9)
     variety_intervention_enabled: bool = False
-    variety_message_threshold: int = Field(7, ge=0)
+    variety_message_threshold: int = Field(7, ge=0, le=1000)
     repetition_suppression_enabled: bool = False
     repetition_threshold: float = Field(0.3, ge=0, le=1)
 

@@ -13,7 +13,7 @@ from engine.errors import FileIssue, PropositionFileError
 from engine.models import Persona
 from engine.propositions.issues import validate_document
 from engine.propositions.loader import PERSONAS_FOLDER, YAML_SUFFIX, check_agent_id, require_directory
-from engine.propositions.yamlsource import read_yaml
+from engine.propositions.yamlsource import present, read_yaml, yaml_files
 
 
 def persona_path(directory: Path, agent_id: str) -> Path:
@@ -43,14 +43,14 @@ def load_persona(directory: Path, agent_id: str) -> Persona | None:
     require_directory(directory)
     check_agent_id(agent_id, directory)
     path = persona_path(directory, agent_id)
-    return load_persona_file(path) if path.is_file() else None
+    return load_persona_file(path) if present(path) else None
 
 
 def persona_files(directory: Path) -> list[Path]:
     folder = directory / PERSONAS_FOLDER
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.glob(f"*{YAML_SUFFIX}") if p.is_file())
+    return yaml_files(folder, YAML_SUFFIX)
 
 
 def load_personas(directory: Path) -> dict[str, Persona]:

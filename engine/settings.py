@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigurationError
+from engine.redaction import mask_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROPOSITIONS_PACKAGE, EXAMPLES_PACKAGE = "persona_drift_propositions", "persona_drift_examples"
@@ -130,7 +131,7 @@ class Settings:
             if f.name in SECRET_FIELDS:
                 value = "***" if value else None
             elif f.name == "database_url":
-                value = redact_url(str(value))
+                value = mask_url(str(value))
             out[f.name] = str(value) if isinstance(value, Path) else value
         return out
 
@@ -147,16 +148,6 @@ class Settings:
 def embedded_database_url(data_dir: Path) -> str:
     """The URL of the embedded PostgreSQL (``pgserver``) kept in ``data_dir/pgdata`` (a Unix socket)."""
     return f"postgresql://postgres:@/postgres?host={data_dir / 'pgdata'}"
-
-
-def redact_url(url: str) -> str:
-    """Hide the password in ``scheme://user:password@host/...``."""
-    if "://" not in url or "@" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}" if ":" in creds else url
 
 
 def _coerce(name: str, raw: str, default: Any) -> Any:

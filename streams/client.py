@@ -51,7 +51,11 @@ class GateClient:
         self._waiting: dict[tuple[str, str, int], asyncio.Future[Any]] = {}
 
     async def __aenter__(self) -> Self:
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:  # cancelled (Ctrl-C) or failed half-way: close what was started
+            await self.close()
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -34,8 +35,12 @@ class EmbeddedBroker:
             try:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+                self.kill()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
@@ -73,15 +78,18 @@ def start_broker(port: int, *, log_file: Path | None = None, timeout_s: float = 
         ],
         stdout=out,
         stderr=subprocess.STDOUT,
-        start_new_session=False,
+        start_new_session=True,  # a terminal's Ctrl-C reaches drift only; drift stops the broker last
     )
     deadline = time.monotonic() + timeout_s
-    while not port_in_use(port):
-        if process.poll() is not None or time.monotonic() > deadline:
-            with contextlib.suppress(Exception):
-                process.kill()
-            raise ServiceError(f"the embedded broker did not start on port {port}")
-        time.sleep(0.05)
+    try:  # in its own session, it would outlive a Ctrl-C here
+        while not port_in_use(port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise ServiceError(f"the embedded broker did not start on port {port}")
+            time.sleep(0.05)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            process.kill()
+        raise
     return EmbeddedBroker(port, process)
 
 
@@ -93,6 +101,13 @@ class EmbeddedDatabase:
     def stop(self) -> None:
         with contextlib.suppress(Exception):
             self.server.cleanup()
+
+    def kill(self) -> None:
+        """Immediate shutdown (SIGQUIT to the postmaster): a second Ctrl-C. Crash-safe, like a power cut."""
+        with contextlib.suppress(Exception):
+            pid = self.server.get_pid()
+            if pid:
+                os.kill(pid, signal.SIGQUIT)
 
 
 def start_database(data_dir: Path) -> EmbeddedDatabase:
@@ -135,7 +150,7 @@ def start_stack(root: Path | None = None) -> EmbeddedStack:
     database = start_database(root)
     try:
         broker = start_broker(free_port(), log_file=root / "tansu.log")
-    except ServiceError:
+    except BaseException:
         database.stop()
         raise
     return EmbeddedStack(root, broker, database)
@@ -163,20 +178,26 @@ class WorkerProcess:
         import selectors
 
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child process
-        self.process = subprocess.Popen(self.args, env=self.env, stdout=subprocess.PIPE, stderr=log)  # noqa: S603
+        self.process = subprocess.Popen(  # noqa: S603 - its own session: a terminal's Ctrl-C reaches drift only
+            self.args, env=self.env, stdout=subprocess.PIPE, stderr=log, start_new_session=True
+        )
         assert self.process.stdout is not None
         selector = selectors.DefaultSelector()
         selector.register(self.process.stdout, selectors.EVENT_READ)
         deadline = time.monotonic() + timeout_s
         buffer = b""
-        while time.monotonic() < deadline and self.process.poll() is None:
-            if selector.select(timeout=0.2):
-                buffer += os.read(self.process.stdout.fileno(), 4096)
-                self.output = buffer.decode(errors="replace")
-                ready = [line for line in self.output.splitlines() if line.startswith("ready")]
-                if ready:
-                    self.ready_line = ready[0]
-                    return self
+        try:
+            while time.monotonic() < deadline and self.process.poll() is None:
+                if selector.select(timeout=0.2):
+                    buffer += os.read(self.process.stdout.fileno(), 4096)
+                    self.output = buffer.decode(errors="replace")
+                    ready = [line for line in self.output.splitlines() if line.startswith("ready")]
+                    if ready:
+                        self.ready_line = ready[0]
+                        return self
+        except BaseException:  # interrupted: the child has its own session, so stop it here
+            self.kill()
+            raise
         self.stop()
         raise ServiceError(f"worker not ready in {timeout_s:g}s; see {self.log_path}\n{self.output[-2000:]}")
 

@@ -24,12 +24,13 @@ import yaml
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
+from engine.config_changes import check_config_keys
 from engine.errors import ConfigurationError, PayloadError, ServiceError
 from engine.models import AgentConfig
+from engine.propositions.yamlsource import UnreadableFile, read_capped
 from engine.settings import Settings
 from streams.kafka import client_kwargs, consumer_kwargs, create_topics, start_with_retry
 from streams.payloads import Draft, decode
-from streams.store import check_config_keys
 from streams.topics import Topics
 
 ALL_AGENTS = "*"
@@ -84,9 +85,11 @@ def parse_time(text: str, *, now: datetime | None = None) -> datetime:
 def load_agent_configs(path: Path) -> dict[str, dict[str, Any]]:
     """Read ``agent_id: {key: value}`` (``"*"`` for every replayed agent) and validate every change."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigurationError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        data = yaml.safe_load(read_capped(path).decode("utf-8"))
+    except UnreadableFile as exc:
+        raise ConfigurationError(f"{path}: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"{path}: the file is not valid UTF-8 text") from None
     except yaml.YAMLError as exc:
         raise ConfigurationError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict) or not data:

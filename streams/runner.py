@@ -10,8 +10,10 @@ from collections.abc import Callable
 import faust
 
 from engine.judges.base import Judge
+from engine.redaction import install_log_masking
 from engine.settings import Settings
 from streams.app import build_app
+from streams.shutdown import abort
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -36,20 +38,66 @@ def _tune_gc() -> None:
     gc.set_threshold(GC_GEN0_THRESHOLD, middle, old)
 
 
+class DriftWorker(faust.Worker):
+    """Faust's worker with the shutdown ``drift`` needs (:mod:`streams.shutdown`).
+
+    The first SIGINT/SIGTERM stops the app in order (Faust stops fetching, the agents, the producers, commits);
+    a second one calls ``on_abort`` (kill the embedded children) and exits at once. Once the services are
+    down, what is left of the tasks is cancelled *and awaited* (at most :data:`TASK_GRACE_S`), so their
+    ``finally`` blocks close their Kafka clients: mode cancels them again without waiting, which cut those
+    closes short ("Unclosed AIOKafkaConsumer") and then idled a fixed second.
+    """
+
+    on_abort: Callable[[], None] = staticmethod(lambda: None)
+    _interrupted = False
+
+    def _on_sigint(self) -> None:
+        self._first_signal_only()
+        super()._on_sigint()
+
+    def _on_sigterm(self) -> None:
+        self._first_signal_only()
+        super()._on_sigterm()
+
+    def _first_signal_only(self) -> None:
+        if self._interrupted:
+            abort(self.on_abort)
+        self._interrupted = True
+
+    def _gather_all(self) -> None:
+        tasks = [task for task in asyncio.all_tasks(self.loop) if not task.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            self.loop.run_until_complete(asyncio.wait(tasks, timeout=TASK_GRACE_S))
+
+    async def _sentinel_task(self) -> None:
+        await asyncio.sleep(0)
+
+
+#: How long the tasks left after the services stopped get to finish their cleanup.
+TASK_GRACE_S = 3.0
+
+
 def run_worker(
     settings: Settings,
     judge: Judge,
     *,
     partitions: int = 3,
     on_ready: Callable[[], None] | None = None,
+    on_abort: Callable[[], None] | None = None,
     loglevel: str = "WARNING",
 ) -> None:
-    """Block until SIGINT/SIGTERM. ``on_ready`` is called once partitions are assigned and the store is up."""
+    """Block until SIGINT/SIGTERM. ``on_ready`` is called once partitions are assigned and the store is up;
+    ``on_abort`` (kill the embedded children) on a second signal, just before the process exits."""
+    install_log_masking([settings.database(), settings.broker])
     loop = _new_loop()
     asyncio.set_event_loop(loop)
     app, runtime = build_app(settings, judge, partitions=partitions)
     runtime.on_ready = on_ready
-    worker = faust.Worker(app, loglevel=loglevel, quiet=True, loop=loop, redirect_stdouts=False)
+    worker = DriftWorker(app, loglevel=loglevel, quiet=True, loop=loop, redirect_stdouts=False)
+    if on_abort is not None:
+        worker.on_abort = on_abort
     worker.spinner = None  # its cursor escapes would garble the 'ready' line and piped output
     _tune_gc()
     logging.getLogger("faust").setLevel(loglevel)

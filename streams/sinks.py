@@ -56,8 +56,8 @@ async def run_sink(settings: Settings, store: Callable[[], Awaitable[Store]], ta
         session_timeout_ms=6000,
         heartbeat_interval_ms=1000,
     )
-    await start_with_retry(consumer, settings.broker, 30.0)
-    try:
+    try:  # a consumer cancelled while it starts (an early Ctrl-C) is closed too
+        await start_with_retry(consumer, settings.broker, 30.0)
         while True:
             batches = await consumer.getmany(timeout_ms=200, max_records=BATCH)
             values = [record.value for records in batches.values() for record in records]

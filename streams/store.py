@@ -7,7 +7,6 @@ redelivered record never makes a duplicate row.
 
 from __future__ import annotations
 
-import difflib
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -18,15 +17,17 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 import orjson
 
+from engine.config_changes import CONFIG_FIELDS, validated_change
 from engine.errors import ConfigurationError, ServiceError
+from engine.ids import check_agent_id
 from engine.models import AgentConfig, Dimension, Event, EventKind
+from engine.redaction import ENCODING_HINT, mask_text, mask_url, userinfo_needs_encoding
 from streams.payloads import CorrectionLog, Message
 
 if TYPE_CHECKING:
     from engine.evaluation.run import EvaluationRun, ScoreRow
 
 MIGRATIONS = Path(__file__).parent / "migrations"
-CONFIG_FIELDS: tuple[str, ...] = tuple(AgentConfig.model_fields)
 _CONFIG_COLUMNS = ", ".join(CONFIG_FIELDS)
 #: Messages of a window (run, since, until): the agents' own and, with agent ids, those of their channels.
 _EVENTS_SQL = """
@@ -62,8 +63,10 @@ class Store:
             raise ConfigurationError("no database URL: pass --database or set DRIFT_DATABASE_URL")
         try:
             pool = await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, init=_init_connection)
-        except (OSError, asyncpg.PostgresError) as exc:
-            raise ServiceError(f"cannot connect to the database: {exc}") from None
+        except (OSError, ValueError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            reason = mask_text(str(exc) or type(exc).__name__, [url])  # drivers may echo the DSN or its password
+            reason += f"; {ENCODING_HINT}" if userinfo_needs_encoding(url) else ""
+            raise ServiceError(f"cannot connect to the database {mask_url(url)}: {reason}") from None
         return cls(pool)
 
     async def close(self) -> None:
@@ -121,14 +124,12 @@ class Store:
         return None if row is None else AgentConfig.model_validate(dict(row))
 
     async def set_config(self, agent_id: str, changes: dict[str, Any]) -> AgentConfig:
-        """Validate ``changes`` against the current configuration and store the result."""
-        check_config_keys(changes)
+        """Validate the agent id and ``changes`` against the current configuration, then store the result.
+
+        Nothing is written (not even the agent) when the id or a value is rejected."""
+        check_agent_id(agent_id)
+        new = validated_change(agent_id, await self.get_config(agent_id) or AgentConfig(), changes)
         await self.ensure_agents([(agent_id, None)])
-        current = await self.get_config(agent_id) or AgentConfig()
-        try:
-            new = current.with_changes(changes)
-        except ValueError as exc:
-            raise ConfigurationError(f"invalid configuration for {agent_id}: {_first_error(exc)}") from None
         values = new.model_dump()
         assignments = ", ".join(f"{name} = ${i + 2}" for i, name in enumerate(CONFIG_FIELDS))
         await self.pool.execute(
@@ -227,23 +228,6 @@ class Store:
             Event(**{n: r[n] for n in names}, agent_name=r["agent_name"] or r["agent_id"], kind=EventKind(r["kind"]))
             for r in rows
         ]
-
-
-def check_config_keys(changes: dict[str, Any]) -> None:
-    """Unknown configuration keys are errors, with a suggestion."""
-    for key in changes:
-        if key not in CONFIG_FIELDS:
-            close = difflib.get_close_matches(key, CONFIG_FIELDS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigurationError(f"unknown configuration key {key!r}{hint}")
-
-
-def _first_error(exc: ValueError) -> str:
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        first = errors()[0]
-        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-    return str(exc)
 
 
 class DuplicateRequest(ServiceError):

@@ -29,7 +29,7 @@ from engine.propositions.issues import validate_document
 from engine.propositions.loader import agent_files, load_set
 from engine.propositions.models import Window, suggestion
 from engine.propositions.templates import placeholders
-from engine.propositions.yamlsource import Document, FieldPath, dotted, read_yaml
+from engine.propositions.yamlsource import Document, FieldPath, dotted, read_yaml, yaml_files
 
 #: The variables an effect or an intervention claim can use.
 EFFECT_VARIABLES: tuple[str, ...] = ("agent_name", "channel_name")
@@ -209,5 +209,5 @@ def load_interventions(directory: Path, propositions_dir: Path | None = None) ->
     """
     if not directory.is_dir():
         raise PropositionFileError([FileIssue(str(directory), 0, "", "no such interventions directory")])
-    paths = sorted(p for p in directory.glob(f"*{YAML_SUFFIX}") if p.is_file())
+    paths = yaml_files(directory, YAML_SUFFIX)
     return load_intervention_files(paths, propositions_dir or directory.parent)

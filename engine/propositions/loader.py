@@ -24,7 +24,7 @@ from engine.propositions.models import (
     PropositionFile,
     PropositionSet,
 )
-from engine.propositions.yamlsource import Document, read_yaml
+from engine.propositions.yamlsource import Document, present, read_yaml, yaml_files
 
 DEFAULT_STEM = "_default"
 YAML_SUFFIX = ".yaml"
@@ -190,7 +190,7 @@ def _read_if_exists(
     if cache is not None and key in cache:
         return cache[key]
     found: tuple[LoadedFile | None, list[FileIssue]] = (
-        (None, []) if not path.exists() else read_file(path, dimension, agent_id)
+        (None, []) if not present(path) else read_file(path, dimension, agent_id)
     )
     if cache is not None:
         cache[key] = found
@@ -204,7 +204,7 @@ def dimension_folders(directory: Path) -> list[tuple[Dimension, Path]]:
 
 def agent_files(folder: Path) -> list[Path]:
     """The agent files of one dimension folder, sorted by agent id."""
-    return sorted(p for p in folder.glob(f"*{YAML_SUFFIX}") if p.stem != DEFAULT_STEM and p.is_file())
+    return [p for p in yaml_files(folder, YAML_SUFFIX) if p.stem != DEFAULT_STEM]
 
 
 def list_dimensions(directory: Path) -> tuple[Dimension, ...]:
@@ -217,5 +217,5 @@ def list_agents(directory: Path) -> tuple[str, ...]:
     stems = {p.stem for _, folder in dimension_folders(directory) for p in agent_files(folder)}
     personas = directory / PERSONAS_FOLDER
     if personas.is_dir():
-        stems.update(p.stem for p in personas.glob(f"*{YAML_SUFFIX}") if p.is_file())
+        stems.update(p.stem for p in yaml_files(personas, YAML_SUFFIX))
     return tuple(sorted(stems))

@@ -23,6 +23,7 @@ from engine.propositions.loader import (
     read_file,
 )
 from engine.propositions.models import ID_PATTERN
+from engine.propositions.yamlsource import present, yaml_files
 
 _OTHER_YAML_SUFFIXES = (".yml",)
 
@@ -66,7 +67,7 @@ def _layout_issues(directory: Path) -> list[FileIssue]:
     issues: list[FileIssue] = []
     known = [d.value for d in Dimension]
     for entry in sorted(directory.iterdir()):
-        if entry.is_file() and entry.suffix in (YAML_SUFFIX, *_OTHER_YAML_SUFFIXES):
+        if not entry.is_dir() and entry.suffix in (YAML_SUFFIX, *_OTHER_YAML_SUFFIXES):
             message = f"proposition files belong in a dimension folder ({', '.join(known)})"
             issues.append(FileIssue(str(entry), 1, "", message))
         elif entry.is_dir() and entry.name not in (*known, PERSONAS_FOLDER):
@@ -83,7 +84,7 @@ def _stray_yml(folder: Path) -> list[FileIssue]:
     return [
         FileIssue(str(p), 1, "", f"ignored: rename it to {p.stem}{YAML_SUFFIX}")
         for suffix in _OTHER_YAML_SUFFIXES
-        for p in sorted(folder.glob(f"*{suffix}"))
+        for p in yaml_files(folder, suffix)
     ]
 
 
@@ -93,7 +94,7 @@ def _check_dimension(directory: Path, dimension: Dimension, folder: Path) -> tup
     issues: list[FileIssue] = []
     default: LoadedFile | None = None
     default_ok = True
-    if default_file(directory, dimension).is_file():
+    if present(default_file(directory, dimension)):
         default, found = read_file(default_file(directory, dimension), dimension, None)
         files, default_ok = 1, default is not None and not found
         issues.extend(found)

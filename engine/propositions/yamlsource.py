@@ -9,6 +9,9 @@ reading never raises.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from engine.errors import FileIssue
+from engine.errors import ConfigurationError, FileIssue
 
 #: A location inside a document: mapping keys and list indexes from the root.
 FieldPath = tuple[str | int, ...]
@@ -25,6 +28,9 @@ FieldPath = tuple[str | int, ...]
 MAX_DEPTH = 50
 #: At most this many nodes are built; guards against alias "billion laughs" expansion.
 MAX_NODES = 100_000
+#: Larger YAML files are refused before parsing (the bundled files are a few KiB; parsing 50 MB takes a minute
+#: and close to 1 GB of memory).
+MAX_FILE_BYTES = 1024 * 1024
 
 
 def dotted(path: FieldPath) -> str:
@@ -184,15 +190,60 @@ def _parse(text: str, file: str) -> Document:
 
 
 def read_yaml(path: Path) -> Document:
-    """Read and parse a YAML file. Unreadable files and non-UTF-8 content are issues, not exceptions."""
+    """Read and parse a YAML file. Unreadable, oversized and non-UTF-8 files are issues, not exceptions."""
     file = str(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return Document(file, None, issues=(FileIssue(file, 1, "", f"cannot read file: {exc.strerror}"),))
+        raw = read_capped(path)
+    except UnreadableFile as refused:
+        return Document(file, None, issues=(FileIssue(file, 1, "", str(refused)),))
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         return Document(file, None, issues=(FileIssue(file, line, "", "the file is not valid UTF-8 text"),))
     return parse_yaml(text, file)
+
+
+class UnreadableFile(ConfigurationError):
+    """A file :func:`read_capped` refuses to read; the message is the one-line reason."""
+
+
+def read_capped(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file ``path``, refused (never read) when it holds more than ``limit`` bytes.
+
+    Raises :class:`UnreadableFile` with a one-line reason: a symbolic-link loop, a missing target, not a regular
+    file (a FIFO would block), the size over the limit.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnreadableFile("cannot read file: a loop of symbolic links") from None
+        raise UnreadableFile(f"cannot read file: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableFile("cannot read file: not a regular file")
+        if info.st_size > limit:
+            raise UnreadableFile(_too_large(info.st_size, limit))
+        raw = handle.read(limit + 1)
+    if len(raw) > limit:  # grew after the size check
+        raise UnreadableFile(_too_large(len(raw), limit))
+    return raw
+
+
+def _too_large(size: int, limit: int) -> str:
+    return f"the file is {size:,} bytes; YAML files are limited to {limit:,} bytes ({limit / 1024 / 1024:g} MiB)"
+
+
+def present(path: Path) -> bool:
+    """True when anything is at ``path``, even a broken or looping symbolic link (reading it reports why)."""
+    return os.path.lexists(path)
+
+
+def yaml_files(folder: Path, suffix: str = ".yaml") -> list[Path]:
+    """Every ``*suffix`` entry of ``folder`` that is not a directory, sorted by name.
+
+    Broken links, link loops and special files are listed too, so that reading them reports the problem
+    instead of leaving the file out silently."""
+    return sorted(p for p in folder.glob(f"*{suffix}") if not p.is_dir())

@@ -8,7 +8,9 @@ with its message on one line (no traceback) and exit code 2.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+import traceback
 
 import typer
 
@@ -79,12 +81,20 @@ _register()
 
 
 def main() -> None:
-    """Console entry point."""
+    """Console entry point. Whatever ends the command, no database or broker password is printed."""
+    from engine.redaction import install_log_masking, mask_text
+    from streams.cli.common import urls_in_use
+
+    urls = urls_in_use(sys.argv[1:], os.environ)
+    install_log_masking(urls)
     try:
         app()
     except DriftError as exc:
         for line in str(exc).splitlines() or [type(exc).__name__]:
-            print(f"drift: {line}", file=sys.stderr)
+            print(f"drift: {mask_text(line, urls)}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception:  # a bug: keep the traceback, without the credentials a driver may have put in it
+        print(mask_text(traceback.format_exc(), urls), file=sys.stderr, end="")
+        sys.exit(1)

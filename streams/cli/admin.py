@@ -8,6 +8,8 @@ from typing import Annotated, Any
 import typer
 
 from engine.errors import ConfigurationError
+from engine.ids import shown
+from engine.redaction import mask_url
 from streams.cli.common import BrokerOpt, DatabaseOpt, PrefixOpt, run, settings_from
 
 topics_app = typer.Typer(help="Kafka topics of the protocol.", no_args_is_help=True)
@@ -28,7 +30,7 @@ def topics_create(
     settings = settings_from(broker=broker, prefix=prefix)
     created = run(create_topics(settings, partitions=partitions))
     total = len(all_topics(settings))
-    typer.echo(f"topics: {len(created)} created, {total - len(created)} already present ({settings.broker})")
+    typer.echo(f"topics: {len(created)} created, {total - len(created)} already present ({mask_url(settings.broker)})")
 
 
 @db_app.command("migrate")
@@ -51,7 +53,7 @@ def _parse_assignments(pairs: list[str]) -> dict[str, Any]:
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
-            raise ConfigurationError(f"expected key=value, got {pair!r}")
+            raise ConfigurationError(f"expected key=value, got {shown(pair)}")
         lowered = raw.strip().lower()
         value: Any = raw
         if lowered in {"true", "false"}:
@@ -67,9 +69,11 @@ def config_show(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Show an agent's configuration (defaults when the agent has none yet)."""
+    from engine.ids import check_agent_id
     from engine.models import AgentConfig
     from streams.store import Store
 
+    check_agent_id(agent)
     settings = settings_from(database=database)
 
     async def go() -> AgentConfig | None:
@@ -94,12 +98,17 @@ def config_set(
     broker: BrokerOpt = None,
     prefix: PrefixOpt = None,
 ) -> None:
-    """Change an agent's configuration; running workers pick it up within 2 s."""
+    """Change an agent's configuration; running workers pick it up within 2 s.
+
+    The agent id, the keys and every value (each has bounds) are checked before anything is written."""
+    from engine.config_changes import validated_change
+    from engine.models import AgentConfig
     from streams.client_admin import publish_config
     from streams.store import Store
 
     settings = settings_from(database=database, broker=broker, prefix=prefix)
     changes = _parse_assignments(assignments)
+    validated_change(agent, AgentConfig(), changes)  # fail fast, before connecting; the store checks again
 
     async def go() -> dict[str, Any]:
         async with await Store.connect(settings.database()) as store:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -49,3 +49,15 @@ def settings_from(**overrides: Any) -> Settings:
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
+
+
+def urls_in_use(argv: list[str], environ: Mapping[str, str]) -> list[str]:
+    """The database and broker URLs a command was given (flags and environment): what errors must mask."""
+    urls = [environ.get(name, "") for name in ("DRIFT_DATABASE_URL", "DATABASE_URL", "DRIFT_BROKER")]
+    for index, arg in enumerate(argv):
+        for flag in ("--database", "--broker"):
+            if arg == flag and index + 1 < len(argv):
+                urls.append(argv[index + 1])
+            elif arg.startswith(f"{flag}="):
+                urls.append(arg.partition("=")[2])
+    return [url for url in urls if url]

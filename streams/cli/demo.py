@@ -54,6 +54,7 @@ def demo(
     from rich.console import Console
 
     from engine.evaluation.messages import read_messages
+    from streams.shutdown import interrupts_abort, kill_all
 
     console = Console()
     events = read_messages(conversation).events
@@ -68,11 +69,13 @@ def demo(
         worker = _start_worker(settings, stack.root, console)
         asyncio.run(_play(settings, events, console))
     finally:
-        if worker is not None:
-            worker.stop()
-        stack.stop()
-        if not keep:
-            shutil.rmtree(stack.root, ignore_errors=True)
+        kill = kill_all(worker.kill if worker else lambda: None, stack.broker.kill, stack.database.kill)
+        with interrupts_abort(kill):  # in order: the worker, the broker, the database; a second Ctrl-C: at once
+            if worker is not None:
+                worker.stop()
+            stack.stop()
+            if not keep:
+                shutil.rmtree(stack.root, ignore_errors=True)
 
 
 async def _prepare(settings: Settings, events: tuple[Event, ...]) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from engine.errors import ConfigurationError, ServiceError
+from engine.redaction import mask_url
 from streams.cli.common import BrokerOpt, DatabaseOpt, PrefixOpt, run, settings_from
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def tail(
 
     def ready() -> None:  # on stderr, so piped JSON stays clean
         start = "the beginning" if from_beginning else "now"
-        errors.print(f"[dim]tailing {topic} on {settings.broker} from {start} (Ctrl-C to stop)[/dim]")
+        errors.print(f"[dim]tailing {topic} on {mask_url(settings.broker)} from {start} (Ctrl-C to stop)[/dim]")
 
     try:
         run(tail(settings, kind, show, agent=agent, from_beginning=from_beginning, limit=limit, on_ready=ready))
@@ -150,18 +151,16 @@ def stats(
 def _fetch_stats(address: str) -> dict[str, Any]:
     import httpx
 
-    from engine.settings import redact_url
-
     try:
         response = httpx.get(f"{address}/stats", timeout=5.0)
         response.raise_for_status()
         data = response.json()
     except httpx.HTTPError as exc:
-        raise ServiceError(f"cannot read {redact_url(address)}/stats: {type(exc).__name__}: {exc}") from None
+        raise ServiceError(f"cannot read {mask_url(address)}/stats: {type(exc).__name__}: {exc}") from None
     except ValueError:
-        raise ServiceError(f"{redact_url(address)}/stats did not answer with JSON (is it a drift worker?)") from None
+        raise ServiceError(f"{mask_url(address)}/stats did not answer with JSON (is it a drift worker?)") from None
     if not isinstance(data, dict) or "attempts" not in data:
-        raise ServiceError(f"{redact_url(address)}/stats did not answer with gate statistics")
+        raise ServiceError(f"{mask_url(address)}/stats did not answer with gate statistics")
     return data
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
 
+from engine.redaction import mask_url
 from engine.settings import Settings
 from streams.cli.common import (
     BrokerOpt,
@@ -40,6 +42,29 @@ async def _prepare(settings: Settings, partitions: int) -> None:
     await create_topics(settings, partitions=partitions)
 
 
+def _start_embedded(
+    stack: contextlib.ExitStack, settings: Settings, *, database: str | None, broker: str | None, kafka_port: int
+) -> tuple[Settings, Callable[[], None]]:
+    """Start the embedded database and broker unless given; ``stack`` stops the broker first, then the database.
+
+    Returns the settings pointing at them and a callable that kills both at once (a second Ctrl-C)."""
+    from streams.embedded import start_broker, start_database
+    from streams.shutdown import kill_all
+
+    kills: list[Callable[[], None]] = []
+    if database is None and not settings.database_url:
+        db = start_database(settings.data_dir)
+        stack.callback(db.stop)
+        kills.append(db.kill)
+        settings = settings.with_(database_url=db.url)
+    if broker is None:
+        embedded = start_broker(kafka_port, log_file=settings.data_dir / "tansu.log")
+        stack.callback(embedded.stop)
+        kills.insert(0, embedded.kill)
+        settings = settings.with_(broker=embedded.bootstrap)
+    return settings, kill_all(*kills)
+
+
 @app.command()
 def up(
     kafka_port: Annotated[int, typer.Option("--kafka-port", help="Port of the embedded broker.")] = 9092,
@@ -59,27 +84,24 @@ def up(
     """
     from engine.judges.factory import make_judge
     from engine.library import PropositionLibrary
-    from streams.embedded import start_broker, start_database
     from streams.runner import run_worker
+    from streams.shutdown import interrupts_abort
 
     settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions,
                              data_dir=data_dir)  # fmt: skip
     PropositionLibrary(settings.propositions_dir).validate()
     judge_impl = make_judge(settings.judge, settings)
     with contextlib.ExitStack() as stack:
-        if database is None and not settings.database_url:
-            db = start_database(settings.data_dir)
-            stack.callback(db.stop)
-            settings = settings.with_(database_url=db.url)
-        if broker is None:
-            embedded = start_broker(kafka_port, log_file=settings.data_dir / "tansu.log")
-            stack.callback(embedded.stop)
-            settings = settings.with_(broker=embedded.bootstrap)
-
-        run(_prepare(settings, partitions))
-        ready = f"ready broker={settings.broker} database={settings.database()} judge={judge_impl.name}"
-        run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready),
-                   loglevel="INFO" if verbose else "WARNING")  # fmt: skip
+        settings, kill = _start_embedded(stack, settings, database=database, broker=broker, kafka_port=kafka_port)
+        try:
+            run(_prepare(settings, partitions))
+            database_shown = mask_url(settings.database())  # never a password in the 'ready' line (CI logs)
+            ready = f"ready broker={mask_url(settings.broker)} database={database_shown} judge={judge_impl.name}"
+            run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready), on_abort=kill,
+                       loglevel="INFO" if verbose else "WARNING")  # fmt: skip
+        finally:
+            with interrupts_abort(kill):  # the worker is down: stop the broker, then the database
+                stack.close()
     _say("stopped")
 
 
@@ -104,7 +126,7 @@ def worker(
         settings = settings.with_(sinks=False)
     PropositionLibrary(settings.propositions_dir).validate()
     judge_impl = make_judge(settings.judge, settings)
-    ready = f"ready worker broker={settings.broker} judge={judge_impl.name}"
+    ready = f"ready worker broker={mask_url(settings.broker)} judge={judge_impl.name}"
     run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready),
                loglevel="INFO" if verbose else "WARNING")  # fmt: skip
     print("stopped", file=sys.stderr)
@@ -116,6 +138,7 @@ def sinks_command(broker: BrokerOpt = None, database: DatabaseOpt = None, prefix
     import asyncio
     import signal
 
+    from streams.shutdown import abort
     from streams.sinks import run_sinks
     from streams.store import Store
 
@@ -130,9 +153,15 @@ def sinks_command(broker: BrokerOpt = None, database: DatabaseOpt = None, prefix
 
             task = asyncio.ensure_future(run_sinks(settings, connected))
             loop = asyncio.get_running_loop()
+
+            def on_signal() -> None:  # the first stops consuming (each batch is committed once written)
+                if task.cancelling():
+                    abort(lambda: None)  # the second: at once
+                task.cancel()
+
             for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, task.cancel)
-            _say(f"ready sinks broker={settings.broker}")
+                loop.add_signal_handler(sig, on_signal)
+            _say(f"ready sinks broker={mask_url(settings.broker)}")
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 

@@ -13,7 +13,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from engine.errors import ConfigurationError
-from engine.settings import SASL_MECHANISMS, SECURITY_PROTOCOLS, Settings, embedded_database_url, redact_url
+from engine.redaction import mask_url
+from engine.settings import SASL_MECHANISMS, SECURITY_PROTOCOLS, Settings, embedded_database_url
 
 EnvFactory = Callable[..., Settings]
 
@@ -174,15 +175,15 @@ def test_public_shows_unset_secrets_as_none(from_env: EnvFactory) -> None:
         ("not a url", "not a url"),
     ],
 )
-def test_redact_url(url: str, expected: str) -> None:
-    assert redact_url(url) == expected
+def test_mask_url(url: str, expected: str) -> None:
+    assert mask_url(url) == expected
 
 
 @given(st.text(alphabet=string.ascii_letters + string.digits + "@:!#$%^&*()-_=+?.,;~é", min_size=4))
 def test_redact_url_never_leaks_the_password(password: str) -> None:
     rest = "drift@db.example.org:5432/drift?sslmode=require"
     assume(password not in f"postgresql://{rest}")
-    redacted = redact_url(f"postgresql://drift:{password}@db.example.org:5432/drift?sslmode=require")
+    redacted = mask_url(f"postgresql://drift:{password}@db.example.org:5432/drift?sslmode=require")
     assert password not in redacted
     assert redacted.endswith("@db.example.org:5432/drift?sslmode=require")
 
