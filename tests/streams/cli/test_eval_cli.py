@@ -320,7 +320,7 @@ def test_the_workflow_runs_the_scripted_eval_and_comments() -> None:
     triggers = workflow[True] if True in workflow else workflow["on"]  # YAML 1.1 reads `on` as a boolean
     assert "propositions/**" in triggers["pull_request"]["paths"]
     assert workflow["permissions"]["pull-requests"] == "write"
-    (job,) = workflow["jobs"].values()
+    job = workflow["jobs"]["persona-regression"]  # beside it: the agentv job (tests/streams/cli/test_agentv_cli.py)
     steps = job["steps"]
     python = next(s for s in steps if s.get("uses", "").startswith("actions/setup-python"))
     assert python["with"]["python-version"] == "3.11"
