@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from engine.interventions.schema import InterventionFileModel
 from engine.models import Persona
 from engine.propositions import PropositionFile
+from engine.simulation.scenario import Scenario
 from streams.payloads import TOPIC_MODELS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -26,6 +27,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "schemas/propositions.schema.json": PropositionFile,
     "schemas/persona.schema.json": Persona,
     "schemas/interventions.schema.json": InterventionFileModel,
+    "schemas/scenario.schema.json": Scenario,
     **{f"schemas/topics/{topic}.schema.json": model for topic, model in TOPIC_MODELS.items()},
 }
 

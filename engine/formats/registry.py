@@ -25,6 +25,7 @@ KIND_PROVIDERS: tuple[str, ...] = (
     "engine.formats.registry:PROPOSITIONS",
     "engine.formats.registry:INTERVENTIONS",
     "engine.formats.registry:PERSONA",
+    "engine.simulation.scenario:KIND",
 )
 
 
