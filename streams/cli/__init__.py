@@ -34,6 +34,8 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("demo", None, "app"),
     ("ops", None, "app"),
     ("validate", None, "app"),
+    ("population", "population", "app"),
+    ("simulate", None, "app"),
 )
 
 
