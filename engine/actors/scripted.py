@@ -8,7 +8,7 @@ Not a model. It exists for tests, demos, CI and benchmarks, is selected explicit
     latency_ms: 0      # answer after this long (benchmarks)
     repeat_every: 0    # every Nth own message repeats the previous one word for word (0: never)
     drift_after: 0     # from this many own messages on, the agent drifts into bland agreement (0: never)
-    silence_every: 0   # every Nth turn the agent says nothing (0: never)
+    silence_every: 0   # about one turn in N the agent says nothing (0: never; seeded by the conversation length)
     stubborn: false    # a retry sends the same text again instead of rewriting it
 
 A message names a new idea built from the persona (first name, occupation, a trait or belief); a retry
@@ -63,9 +63,12 @@ class ScriptedRules(BaseModel):
         return rules
 
 
+def _h(*key: object) -> int:
+    return int.from_bytes(hashlib.sha256("|".join(map(str, key)).encode()).digest()[:4], "big")
+
+
 def _pick(options: tuple[str, ...], *key: object) -> str:
-    digest = hashlib.sha256("|".join(map(str, key)).encode()).digest()
-    return options[int.from_bytes(digest[:4], "big") % len(options)]
+    return options[_h(*key) % len(options)]
 
 
 def _flavour(persona: Persona | None) -> tuple[str, str, str]:
@@ -105,7 +108,11 @@ class ScriptedActor:
         n, rules, first_try = len(mine), self.rules, request.feedback is None
         if request.stimulus and "consolidat" in request.stimulus.lower():
             return self._consolidation(request)
-        if first_try and rules.silence_every and (n + 1) % rules.silence_every == 0:
+        if (
+            first_try
+            and rules.silence_every
+            and _h(rules.seed, request.agent_id, len(request.trajectory)) % rules.silence_every == 0
+        ):
             return None
         if first_try and not request.nudge and mine and rules.repeat_every and n % rules.repeat_every == 0:
             return mine[-1]
