@@ -38,8 +38,8 @@ class FakeService:
         nudged = [a for a in agent_ids if self.configs[a].variety_intervention_enabled
                   and self.actions[a] >= self.configs[a].variety_message_threshold]  # fmt: skip
         nudge = "Propose something entirely new."
-        return Directives(run_id=run_id, step=step,
-                          directives=[DirectiveOut(agent_id=a, kind="variety", text=nudge) for a in nudged])  # fmt: skip
+        directives = [DirectiveOut(agent_id=a, kind="variety", text=nudge) for a in nudged]
+        return Directives(run_id=run_id, step=step, directives=directives)
 
     async def check(self, *, agent_id: str, text: str, **fields: Any) -> Verdict:
         self.drafts.append({"agent_id": agent_id, "text": text, **fields})
