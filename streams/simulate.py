@@ -80,6 +80,7 @@ class SessionResult:
     steps: int = 0
     directives: Counter[str] = field(default_factory=Counter)
     extracted: list[Any] | None = None
+    judges: set[str] = field(default_factory=set)
     error: str | None = None
     wall_s: float = 0.0
     actor_s: float = 0.0
@@ -254,6 +255,8 @@ class _Session:
             channel=self.channel, agent_name=agent.name, persona=persona.render(),
         )  # fmt: skip
         self.result.verdict_wait_s += time.perf_counter() - waited
+        if verdict.judge:
+            self.result.judges.add(verdict.judge)
         self.result.judge_s += verdict.latency_ms / 1000.0 if verdict.scores else 0.0
         return verdict
 
