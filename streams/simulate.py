@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import yaml
+
 from engine.actors.base import Actor, ActRequest
 from engine.errors import DriftError
 from engine.llm.base import CompletionRequest, TextModel
@@ -296,6 +298,23 @@ def _items(reply: str, key: str) -> list[Any]:
     if not isinstance(value, list):
         raise ValueError(f"the extraction holds no '{key}' list")
     return value
+
+
+def export_session(result: SessionResult, personas: dict[str, Persona], folder: Path, propositions: Path) -> Path:
+    """``folder/<run id>.jsonl`` plus what ``drift eval run --messages FILE --propositions folder`` needs to
+    judge adherence: each session agent's persona (``personas/<agent id>.yaml``) and links to the proposition
+    sets of ``propositions``. Returns the JSONL path."""
+    (folder / "personas").mkdir(parents=True, exist_ok=True)
+    for agent in result.agents.values():
+        spec = {**personas[agent.persona_id].spec(), "id": agent.agent_id}
+        (folder / "personas" / f"{agent.agent_id}.yaml").write_text(
+            yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8"
+        )
+    for source in sorted(p for p in propositions.iterdir() if p.is_dir() and p.name not in {"personas", "baselines"}):
+        link = folder / source.name
+        if not link.exists():
+            link.symlink_to(source.resolve(), target_is_directory=True)
+    return export_jsonl(result, folder / f"{result.run_id}.jsonl")
 
 
 def export_jsonl(result: SessionResult, path: Path) -> Path:

@@ -118,7 +118,7 @@ async def _run(settings: Settings, options: dict[str, Any], console: Console) ->
     from engine.simulation.population import BUNDLED_TINY
     from engine.simulation.scenario import load_scenario
     from streams.client import GateClient
-    from streams.simulate import Simulation, export_jsonl
+    from streams.simulate import Simulation, export_session
 
     scenario = load_scenario(options["scenario"])
     personas = load_population(options["population"] or BUNDLED_TINY, scenario.population.fragments)
@@ -134,8 +134,10 @@ async def _run(settings: Settings, options: dict[str, Any], console: Console) ->
         results = await sim.run_sessions(plans, options["arm"], options["concurrency"])
     if options["export"] is not None:
         for result in results:
-            export_jsonl(result, options["export"] / f"{result.run_id}.jsonl")
-        console.print(f"[dim]transcripts: {options['export']}/<run id>.jsonl (drift eval run --messages FILE)[/]")
+            export_session(result, personas, options["export"], settings.propositions_dir)
+        folder = options["export"]
+        console.print(f"[dim]transcripts: {folder}/<run id>.jsonl · evaluate with "
+                      f"drift eval run --messages FILE --propositions {folder}[/]")  # fmt: skip
     return results, sim
 
 
