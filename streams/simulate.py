@@ -89,11 +89,15 @@ class SessionResult:
     verdict_wait_s: float = 0.0
     judge_s: float = 0.0
     step_wait_s: float = 0.0
+    #: per step, the slowest turn's actor + judge time (parallel) or every turn's (sequential): the time the
+    #: session could not have saved with a faster service
+    critical_s: float = 0.0
+    turns: int = 0
 
     @property
     def overhead_s(self) -> float:
-        """Wall time not spent in the actor or the judge (orchestration, transport, the step round trips)."""
-        return max(self.wall_s - self.actor_s - self.judge_s, 0.0)
+        """Wall time beyond the actors' and judges' critical path: orchestration, transport, step round trips."""
+        return max(self.wall_s - self.critical_s, 0.0)
 
 
 OnEvent = Callable[[SessionResult, str, str], None]
@@ -116,19 +120,27 @@ class Simulation:
         return getattr(self.scenario.arms, arm).config()  # type: ignore[no-any-return]
 
     async def run_sessions(self, plans: Sequence[SessionPlan], arm: str, concurrency: int = 8) -> list[SessionResult]:
-        """Run ``plans`` in one arm, at most ``concurrency`` at a time; results in plan order."""
+        """Run ``plans`` in one arm, at most ``concurrency`` at a time; results in plan order. Every session's
+        configuration is published before the first session starts, so workers hold it well before any draft."""
+        sessions = [_Session(self, plan, arm) for plan in plans]
+        for session in sessions:
+            await session.configure()
         slots = asyncio.Semaphore(concurrency)
 
-        async def one(plan: SessionPlan) -> SessionResult:
+        async def one(session: _Session) -> SessionResult:
             async with slots:
-                return await self.run_session(plan, arm)
+                return await self._run(session, configure=False)
 
-        return list(await asyncio.gather(*(one(p) for p in plans)))
+        return list(await asyncio.gather(*(one(s) for s in sessions)))
 
     async def run_session(self, plan: SessionPlan, arm: str) -> SessionResult:
-        session = _Session(self, plan, arm)
+        return await self._run(_Session(self, plan, arm), configure=True)
+
+    async def _run(self, session: _Session, *, configure: bool) -> SessionResult:
         started = time.perf_counter()
         try:
+            if configure:
+                await session.configure()
             await session.run()
         except (DriftError, TimeoutError) as exc:
             session.result.error = f"{type(exc).__name__}: {exc}"
@@ -149,6 +161,7 @@ class _Session:
         self.result = SessionResult(self.run_id, plan.key, arm, plan.theme.id, agents)
         self.step_no = 0
         self.rng = random.Random(plan.seed)
+        self.busy: dict[str, float] = {}  # actor + judge seconds of each agent's turn in the current step
 
     @property
     def agent_ids(self) -> list[str]:
@@ -157,10 +170,12 @@ class _Session:
     def persona(self, agent_id: str) -> Persona:
         return self.sim.personas[self.result.agents[agent_id].persona_id]
 
-    async def run(self) -> None:
+    async def configure(self) -> None:
         config = self.sim.config(self.arm).model_dump()
         for agent_id in self.agent_ids:
             await self.sim.service.publish_config(agent_id, config)
+
+    async def run(self) -> None:
         names = [self.persona(a).name for a in self.agent_ids]
         facilitator = self.scenario.facilitator
         phases = (
@@ -191,35 +206,40 @@ class _Session:
         self.sim.on_event(self.result, "stimulus", f"{name}: {text}")
 
     async def step(self, acting: list[str], stimulus: str | None = None) -> dict[str, str]:
+        """Announce the step, take its directives as nudges, let ``acting`` act; returns who committed what."""
+        nudges = await self.directives(acting)
+        self.busy = dict.fromkeys(acting, 0.0)
+        said: dict[str, str] = {}
+        if self.scenario.agent_order == "parallel":
+            seen = tuple(self.result.events)
+            texts = await asyncio.gather(*(self.act(a, seen, nudges.get(a), stimulus) for a in acting))
+            said = {a: t for a, t in zip(acting, texts, strict=True) if t is not None}
+            self.result.critical_s += max(self.busy.values(), default=0.0)
+        else:
+            for agent_id in self.rng.sample(acting, len(acting)):
+                text = await self.act(agent_id, tuple(self.result.events), nudges.get(agent_id), stimulus)
+                if text is not None:
+                    said[agent_id] = text
+            self.result.critical_s += sum(self.busy.values())
+        self.result.turns += len(acting)
+        return said
+
+    async def directives(self, acting: list[str]) -> dict[str, str]:
         waited = time.perf_counter()
-        directives = await self.sim.service.step(
+        record = await self.sim.service.step(
             run_id=self.run_id, step=self.step_no, agent_ids=acting, channel=self.channel
         )
         self.result.step_wait_s += time.perf_counter() - waited
         self.result.steps += 1
+        self.step_no += 1
         nudges: dict[str, list[str]] = {}
-        for d in directives.directives:
+        for d in record.directives:
             self.result.directives[d.kind] += 1
             if not d.timed_out and d.agent_id in self.result.agents:
                 nudges.setdefault(d.agent_id, []).append(d.text)
                 self.result.agents[d.agent_id].nudges[d.kind] += 1
                 self.sim.on_event(self.result, "directive", f"{d.kind} → {self.result.agents[d.agent_id].name}")
-        self.step_no += 1
-        said: dict[str, str] = {}
-        if self.scenario.agent_order == "parallel":
-            seen = tuple(self.result.events)
-            texts = await asyncio.gather(
-                *(self.act(a, seen, "\n".join(nudges.get(a, [])) or None, stimulus) for a in acting)
-            )
-            said = {a: t for a, t in zip(acting, texts, strict=True) if t is not None}
-        else:
-            for agent_id in self.rng.sample(acting, len(acting)):
-                text = await self.act(
-                    agent_id, tuple(self.result.events), "\n".join(nudges.get(agent_id, [])) or None, stimulus
-                )
-                if text is not None:
-                    said[agent_id] = text
-        return said
+        return {agent_id: "\n".join(texts) for agent_id, texts in nudges.items()}
 
     async def act(self, agent_id: str, seen: tuple[Event, ...], nudge: str | None, stimulus: str | None) -> str | None:
         """One agent's turn: act, draft, follow the verdicts. Returns the committed text, None when nothing was."""
@@ -230,6 +250,7 @@ class _Session:
                 ActRequest(agent_id, persona, seen, stimulus, nudge, feedback, attempt, self.channel)
             )
             self.result.actor_s += acted.latency_ms / 1000.0
+            self.busy[agent_id] = self.busy.get(agent_id, 0.0) + acted.latency_ms / 1000.0
             if acted.text is None:
                 agent.silences += 1
                 self.sim.on_event(self.result, "silence", f"{agent.name} says nothing")
@@ -259,7 +280,9 @@ class _Session:
         self.result.verdict_wait_s += time.perf_counter() - waited
         if verdict.judge:
             self.result.judges.add(verdict.judge)
-        self.result.judge_s += verdict.latency_ms / 1000.0 if verdict.scores else 0.0
+        judged = verdict.latency_ms / 1000.0 if verdict.scores else 0.0
+        self.result.judge_s += judged
+        self.busy[agent.agent_id] = self.busy.get(agent.agent_id, 0.0) + judged
         return verdict
 
     async def consolidate(self) -> None:
