@@ -93,6 +93,7 @@ class SessionResult:
     #: session could not have saved with a faster service
     critical_s: float = 0.0
     turns: int = 0
+    verdict_latencies_ms: list[float] = field(default_factory=list)
 
     @property
     def overhead_s(self) -> float:
@@ -115,6 +116,14 @@ class Simulation:
     run_prefix: str
     on_event: OnEvent = lambda _session, _kind, _line: None
     extraction_timeout_s: float = 120.0
+    _rendered: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+
+    def rendered(self, persona_id: str) -> str:
+        """The persona as the judge sees it, rendered once per simulation."""
+        text = self._rendered.get(persona_id)
+        if text is None:
+            text = self._rendered[persona_id] = self.personas[persona_id].render()
+        return text
 
     def config(self, arm: str) -> AgentConfig:
         return getattr(self.scenario.arms, arm).config()  # type: ignore[no-any-return]
@@ -169,6 +178,9 @@ class _Session:
 
     def persona(self, agent_id: str) -> Persona:
         return self.sim.personas[self.result.agents[agent_id].persona_id]
+
+    def persona_text(self, agent_id: str) -> str:
+        return self.sim.rendered(self.result.agents[agent_id].persona_id)
 
     async def configure(self) -> None:
         config = self.sim.config(self.arm).model_dump()
@@ -255,7 +267,7 @@ class _Session:
                 agent.silences += 1
                 self.sim.on_event(self.result, "silence", f"{agent.name} says nothing")
                 return None
-            verdict = await self.draft(agent, persona, draft_id, attempt, acted.text)
+            verdict = await self.draft(agent, draft_id, attempt, acted.text)
             if verdict.decision != "retry":
                 break
             agent.retries += 1
@@ -270,16 +282,17 @@ class _Session:
         self.sim.on_event(self.result, verdict.outcome, f"{agent.name}: {verdict.text}")
         return verdict.text
 
-    async def draft(self, agent: AgentResult, persona: Persona, draft_id: str, attempt: int, text: str) -> Verdict:
+    async def draft(self, agent: AgentResult, draft_id: str, attempt: int, text: str) -> Verdict:
         agent.drafts += 1
         waited = time.perf_counter()
         verdict = await self.sim.service.check(
             agent_id=agent.agent_id, text=text, draft_id=draft_id, attempt=attempt, run_id=self.run_id,
-            channel=self.channel, agent_name=agent.name, persona=persona.render(),
+            channel=self.channel, agent_name=agent.name, persona=self.persona_text(agent.agent_id),
         )  # fmt: skip
         self.result.verdict_wait_s += time.perf_counter() - waited
         if verdict.judge:
             self.result.judges.add(verdict.judge)
+        self.result.verdict_latencies_ms.append(verdict.latency_ms)
         judged = verdict.latency_ms / 1000.0 if verdict.scores else 0.0
         self.result.judge_s += judged
         self.busy[agent.agent_id] = self.busy.get(agent.agent_id, 0.0) + judged
