@@ -16,6 +16,7 @@ actor). Run from the repository root: ``.venv/bin/python -m ops.bench.simulate``
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import time
 from pathlib import Path
@@ -51,7 +52,7 @@ def start_worker(settings: Settings, root: Path) -> WorkerProcess:
     rules = root / "judge.yaml"
     rules.write_text(RULES, encoding="utf-8")
     env = {"DRIFT_BROKER": settings.broker, "DRIFT_DATABASE_URL": settings.database_url,
-           "DRIFT_WEB_PORT": str(free_port())}  # fmt: skip
+           "DRIFT_WEB_PORT": str(free_port()), "DRIFT_FETCH_MAX_WAIT_MS": str(settings.fetch_max_wait_ms)}  # fmt: skip
     worker = WorkerProcess.for_prefix(
         env, root / "worker.log", "--prefix", settings.topic_prefix, "--judge", f"scripted:{rules}"
     )
@@ -76,7 +77,8 @@ def run_measured() -> tuple[list[SessionResult], float]:
     stack = start_stack()
     worker = None
     try:
-        settings = Settings(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix=PREFIX)
+        settings = Settings(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix=PREFIX,
+                            fetch_max_wait_ms=int(os.environ.get("DRIFT_FETCH_MAX_WAIT_MS", "10")))  # fmt: skip
 
         async def prepare() -> None:
             async with await Store.connect(settings.database_url) as store:
