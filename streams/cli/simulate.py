@@ -58,12 +58,7 @@ def simulate(
     """Run a scenario's sessions (one arm) through the gate and the steps service."""
     from rich.console import Console
 
-    from engine.errors import ConfigurationError
-
-    if arm not in {"treatment", "control"}:
-        raise ConfigurationError(f"--arm must be treatment or control, not {arm!r}")
-    if judge and not embedded:
-        raise ConfigurationError("--judge chooses the embedded worker's judge; a running service uses its own")
+    _check_options(arm, judge, embedded)
     console = Console(stderr=as_json)
     settings = settings_from(actor=actor, judge=judge, broker=broker, prefix=prefix)
     options = {"scenario": scenario, "population": population, "arm": arm, "sessions": sessions,
@@ -73,6 +68,15 @@ def simulate(
     else:
         results, sim = _run_embedded(settings, options, console)
     _summary(console, results, sim, as_json)
+
+
+def _check_options(arm: str, judge: str | None, embedded: bool) -> None:
+    from engine.errors import ConfigurationError
+
+    if arm not in {"treatment", "control"}:
+        raise ConfigurationError(f"--arm must be treatment or control, not {arm!r}")
+    if judge and not embedded:
+        raise ConfigurationError("--judge chooses the embedded worker's judge; a running service uses its own")
 
 
 def _run_embedded(

@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from engine.actors.scripted import ScriptedActor, ScriptedListModel, ScriptedRules
+from engine.models import Persona
 from engine.personas import load_population
 from engine.simulation.plan import plan_sessions
 from engine.simulation.population import BUNDLED_TINY
 from engine.simulation.scenario import load_scenario
 from streams.client import GateClient
 from streams.payloads import Directives
-from streams.simulate import Simulation, export_session
+from streams.simulate import SessionResult, Simulation, export_session
 from streams.store import Store
 from tests.stack import REPO, Scenario, eventually, read_topic
 
@@ -57,62 +58,48 @@ async def test_brainstorming_sessions_through_the_service(scenario: Scenario, tm
                          scenario.prefix.strip("."))  # fmt: skip
         results = await sim.run_sessions(plans, "treatment", concurrency=2)
     assert [r.error for r in results] == [None, None]
-    runs = {r.run_id for r in results}
     # the gate retried drifted drafts and the retries passed; the variety intervention fired
     agents = [a for r in results for a in r.agents.values()]
     assert sum(a.retries for a in agents) > 0 and sum(a.outcomes["passed_after_retry"] for a in agents) > 0
     assert all(r.directives["variety"] > 0 for r in results) and all("scripted" in j for r in results for j in r.judges)
-    # one directives record per step
+    await _check_topics_and_tables(scenario, results)
+    await _check_export(scenario, results[0], personas, tmp_path)
+
+
+async def _check_topics_and_tables(scenario: Scenario, results: list[SessionResult]) -> None:
+    """One directives record per step; every transcript message in `messages` and in `run_messages`."""
+    runs = {r.run_id for r in results}
     steps = sum(r.steps for r in results)
     assert steps == 2 * (1 + 10 + 1)
-    records = [
-        Directives.model_validate(d)
-        for d in await read_topic(scenario.settings, scenario.settings.topic("directives"), steps)
-    ]
+    found = await read_topic(scenario.settings, scenario.settings.topic("directives"), steps)
+    records = [Directives.model_validate(d) for d in found]
     assert Counter((d.run_id, d.step) for d in records) == Counter({(r, s): 1 for r in runs for s in range(12)})
-    # every message of the transcripts is in `messages` and in `run_messages`
     expected = sum(len(r.events) for r in results)
     published = await read_topic(scenario.settings, scenario.settings.topic("messages"), expected)
     assert len([m for m in published if m.get("run_id") in runs]) == expected
     assert Counter(m["origin"] for m in published) == Counter({"gate": expected - 6, "external": 6})
 
-    async def stored() -> int:
+    async def stored() -> bool:
         async with await Store.connect(scenario.settings.database()) as store:
-            return int(
-                await store.pool.fetchval("SELECT count(*) FROM run_messages WHERE run_id = ANY($1)", list(runs))
-            )
+            sql = "SELECT count(*) FROM run_messages WHERE run_id = ANY($1)"
+            return int(await store.pool.fetchval(sql, list(runs))) == expected
 
-    assert await eventually(lambda: _equals(stored, expected), timeout_s=20)
-    # the exported transcript is read back by drift eval run
-    path = export_session(results[0], personas, tmp_path / "export", scenario.settings.propositions_dir)
-    report = tmp_path / "report.json"
-    command = [
-        sys.executable,
-        "-m",
-        "streams.cli",
-        "eval",
-        "run",
-        "--messages",
-        str(path),
-        "--propositions",
-        str(tmp_path / "export"),
-        "--judge",
-        scenario.rules(RULES),
-        "--format",
-        "json",
-        "--output",
-        str(report),
-    ]
+    assert await eventually(stored, timeout_s=20)
+
+
+async def _check_export(scenario: Scenario, result: SessionResult, personas: dict[str, Persona], tmp: Path) -> None:
+    """The exported transcript is read back and scored by `drift eval run`, personas included."""
+    path = export_session(result, personas, tmp / "export", scenario.settings.propositions_dir)
+    report = tmp / "report.json"
+    command = [sys.executable, "-m", "streams.cli", "eval", "run", "--messages", str(path),
+               "--propositions", str(tmp / "export"), "--judge", scenario.rules(RULES),
+               "--format", "json", "--output", str(report)]  # fmt: skip
     process = await asyncio.create_subprocess_exec(*command, cwd=REPO, stderr=asyncio.subprocess.PIPE)
     _, stderr = await process.communicate()
     assert process.returncode in {0, 1} and report.is_file(), stderr.decode()[-2000:]  # 1 flags regressions only
     scored = json.loads(report.read_text())
-    assert set(results[0].agents) <= set(scored["agents"])
-    assert all(scored["agents"][a]["adherence"]["score"] is not None for a in results[0].agents)  # personas found
-
-
-async def _equals(count: object, expected: int) -> bool:
-    return await count() == expected  # type: ignore[operator, no-any-return]
+    assert set(result.agents) <= set(scored["agents"])
+    assert all(scored["agents"][a]["adherence"]["score"] is not None for a in result.agents)  # personas found
 
 
 def test_drift_simulate_embedded_with_the_tiny_population(tmp_path: Path) -> None:
