@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import FileIssue, PropositionFileError
+from engine.formats.registry import FileKind
 from engine.models import Persona
 from engine.propositions.issues import validate_document
 from engine.propositions.loader import PERSONAS_FOLDER, YAML_SUFFIX, check_agent_id, require_directory
@@ -152,3 +153,23 @@ def load_population(directory: Path, fragments: Sequence[str] = ()) -> dict[str,
     if not personas:
         raise PropositionFileError([FileIssue(str(folder), 0, "", "the population holds no persona file")])
     return personas
+
+
+def read_fragment_file(path: Path) -> list[FileIssue]:
+    """A fragment is valid when merged onto a minimal persona it gives a valid persona (located issues)."""
+    document = read_yaml(path)
+    if document.issues or not isinstance(document.data, dict):
+        return validate_document(document, Persona, "fragment file")[1]
+    data = merge_spec({"id": "fragment", "name": "fragment"}, document.data)
+    issues = _typos(document) + validate_document(Document(document.file, data, document.lines), Persona, "fragment")[1]
+    return [i for i in issues if i.path not in {"id", "name"}]
+
+
+def _is_fragment(document: Document) -> bool:
+    keys = set(document.data) if isinstance(document.data, dict) else set()
+    return bool(keys) and keys <= set(_KNOWN_FIELDS) - {"id", "name"}
+
+
+FRAGMENT_KIND = FileKind(
+    "persona-fragment", "a persona fragment (merged onto personas)", _is_fragment, read_fragment_file
+)

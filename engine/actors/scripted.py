@@ -82,7 +82,12 @@ def _flavour(persona: Persona | None) -> tuple[str, str, str]:
     personality = spec.get("personality", "")
     traits = personality.get("traits", []) if isinstance(personality, dict) else []
     beliefs = [b for b in spec.get("beliefs", []) if isinstance(b, str)]
-    angle = (beliefs or [f"I am {traits[0]}"] if traits else beliefs or ["it should be simple"])[0]
+    if beliefs:
+        angle = beliefs[0]
+    elif traits:
+        angle = f"I am {traits[0]}"
+    else:
+        angle = "it should be simple"
     return persona.name.split()[0], str(occupation or "someone who cares"), str(angle).rstrip(".")
 
 

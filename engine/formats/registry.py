@@ -26,6 +26,8 @@ KIND_PROVIDERS: tuple[str, ...] = (
     "engine.formats.registry:INTERVENTIONS",
     "engine.formats.registry:PERSONA",
     "engine.simulation.scenario:KIND",
+    "engine.simulation.profiles:KIND",
+    "engine.personas:FRAGMENT_KIND",
 )
 
 

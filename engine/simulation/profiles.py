@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.errors import FileIssue, PropositionFileError
+from engine.formats.registry import FileKind, top_keys
 from engine.propositions.issues import validate_document
 from engine.propositions.yamlsource import read_yaml
 
@@ -32,3 +33,15 @@ def load_profile(name_or_path: str) -> Profile:
     if profile is None or issues:
         raise PropositionFileError(issues)
     return profile
+
+
+def _validate(path: Path) -> list[FileIssue]:
+    return validate_document(read_yaml(path), Profile, "profile file")[1]
+
+
+KIND = FileKind(
+    "population-profile",
+    "a population profile for drift population generate",
+    lambda d: {"name", "description"} <= top_keys(d) and "id" not in top_keys(d),
+    _validate,
+)

@@ -100,3 +100,22 @@ def test_json_persona_files_are_read(tmp_path: Path) -> None:
     (tmp_path / "personas" / "p1.json").write_text(json.dumps(spec), encoding="utf-8")
     persona = load_population(tmp_path)["p1"]
     assert persona == Persona.model_validate(spec) and persona.spec() == spec
+
+
+def test_fragments_and_profiles_are_file_kinds_for_drift_validate(tmp_path: Path) -> None:
+    from engine.formats.registry import validate_path
+
+    good = tmp_path / "difficult.yaml"
+    good.write_text(textwrap.dedent(DIFFICULT), encoding="utf-8")
+    assert validate_path(good).kind is not None and validate_path(good).ok
+    bad = tmp_path / "old.yaml"
+    bad.write_text("age: old\nbeliefs: [x]\n", encoding="utf-8")
+    checked = validate_path(bad)
+    assert checked.kind is not None and checked.kind.name == "persona-fragment"
+    assert [(i.line, i.path) for i in checked.issues] == [(1, "age")]
+    profile = tmp_path / "p.yaml"
+    profile.write_text("name: p\ndescription: d\nrequirement: r\n", encoding="utf-8")
+    issues = validate_path(profile).issues
+    assert [(i.line, i.path) for i in issues] == [(3, "requirement")] and "did you mean 'requirements'" in issues[
+        0
+    ].message

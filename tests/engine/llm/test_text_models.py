@@ -4,6 +4,7 @@ retries under the judges' call policy, refusals, deadlines, secrets."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,3 +111,24 @@ async def test_the_deadline_covers_every_retry(pair: Pair) -> None:
     with pytest.raises(JudgeTimeout, match=r"0\.3 s"):
         await model.complete(REQUEST)
     assert KEY not in repr(model)
+
+
+async def test_make_text_model_specs(tmp_path: Path) -> None:
+    from engine.errors import ConfigurationError, PropositionFileError
+    from engine.llm.factory import make_text_model
+    from engine.llm.scripted import ScriptedTextModel
+    from engine.settings import Settings
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("default: nope\nrules:\n  - pattern: 'hello (\\w+)'\n    reply: 'hi {0}'\n", encoding="utf-8")
+    model = make_text_model("scripted:" + str(rules), Settings())
+    assert model.name == "scripted:rules.yaml"
+    assert (await model.complete(CompletionRequest.single("hello Ana"))).text == "hi Ana"
+    assert (await model.complete(CompletionRequest.single("bye"))).text == "nope"
+    assert make_text_model("", Settings(), scripted=ScriptedTextModel).name.startswith("scripted:")
+    with pytest.raises(ConfigurationError, match="no built-in scripted model"):
+        make_text_model("scripted", Settings())
+    rules.write_text("rules:\n  - reply: x\n", encoding="utf-8")
+    with pytest.raises(PropositionFileError, match=r"rules.yaml:2: rules.0: needs 'pattern'"):
+        make_text_model("scripted:" + str(rules), Settings())
+    assert make_text_model("anthropic", Settings(anthropic_api_key="k")).name == "anthropic:claude-haiku-4-5"
