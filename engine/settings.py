@@ -22,6 +22,8 @@ DEFAULT_DATA_DIR = Path(os.environ.get("XDG_STATE_HOME", str(Path.home() / ".loc
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+#: settings that are secrets: never printed, masked by :meth:`Settings.public`
+SECRET_FIELDS = frozenset({"kafka_sasl_password", "anthropic_api_key", "view_token"})
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class Settings:
     kafka_sasl_password: str | None = field(default=None, repr=False)
     kafka_ca_file: str | None = None
     anthropic_api_key: str | None = field(default=None, repr=False)
+    view_token: str | None = field(default=None, repr=False)  # drift view beyond loopback needs it
 
     def __post_init__(self) -> None:
         if self.kafka_security_protocol not in SECURITY_PROTOCOLS:
@@ -96,7 +99,7 @@ class Settings:
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in {"kafka_sasl_password", "anthropic_api_key"}:
+            if f.name in SECRET_FIELDS:
                 value = "***" if value else None
             elif f.name == "database_url":
                 value = redact_url(str(value))

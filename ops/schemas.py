@@ -12,6 +12,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from engine.formats.metareason.model import PromptFamily
+from engine.formats.plexus.model import Score as PlexusScore
+from engine.formats.plexus.model import Scorecard as PlexusScorecard
 from engine.interventions.schema import InterventionFileModel
 from engine.models import Persona
 from engine.propositions import PropositionFile
@@ -27,6 +30,9 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "schemas/propositions.schema.json": PropositionFile,
     "schemas/persona.schema.json": Persona,
     "schemas/interventions.schema.json": InterventionFileModel,
+    "schemas/metareason.schema.json": PromptFamily,
+    "schemas/plexus-score.schema.json": PlexusScore,
+    "schemas/plexus-scorecard.schema.json": PlexusScorecard,
     "schemas/scenario.schema.json": Scenario,
     **{f"schemas/topics/{topic}.schema.json": model for topic, model in TOPIC_MODELS.items()},
 }

@@ -3,8 +3,10 @@
 A second gate (its own prefix, ideally its own database, another agent configuration) then judges exactly
 the traffic the first gate saw. Records are read group-less from every partition of the source topic, from
 the beginning up to the end offsets taken at start (traffic that arrives during the replay is left alone);
-those whose record timestamp lies in ``[since, until)`` and that are valid drafts are sent to
-``<prefix>drafts`` with their key and value unchanged (new record timestamps).
+those whose record timestamp lies in ``[since, until)`` and that are valid **first attempts** are sent to
+``<prefix>drafts`` with their key and value unchanged (new record timestamps). Retry attempts (``attempt`` >
+1) are counted and left out: they answered the first gate's feedback, and the second gate writes its own
+feedback for the drafts it judges (replaying them would commit the same message twice).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,7 @@ class ReplayCounts:
     skipped_out_of_window: int = 0
     invalid: int = 0
     configured_agents: tuple[str, ...] = ()
+    skipped_retries: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -53,6 +57,7 @@ class ReplayCounts:
             "replayed": self.replayed,
             "skipped_out_of_window": self.skipped_out_of_window,
             "invalid": self.invalid,
+            "skipped_retries": self.skipped_retries,
             "configured_agents": list(self.configured_agents),
         }
 
@@ -132,12 +137,29 @@ async def apply_configs(target: Settings, configs: dict[str, dict[str, Any]], ag
 
 
 @dataclass
-class _Window:
+class Window:
     since_ms: int
     until_ms: int | None
 
     def contains(self, timestamp_ms: int) -> bool:
         return timestamp_ms >= self.since_ms and (self.until_ms is None or timestamp_ms < self.until_ms)
+
+
+class Disposition(StrEnum):
+    REPLAY = "replay"
+    OUT_OF_WINDOW = "out of window"
+    INVALID = "invalid"
+    RETRY = "retry"
+
+
+def disposition(record: ConsumerRecord[bytes, bytes], window: Window) -> Disposition:
+    """What the replay does with one source record."""
+    if not window.contains(record.timestamp):
+        return Disposition.OUT_OF_WINDOW
+    draft = _valid_draft(record)
+    if draft is None:
+        return Disposition.INVALID
+    return Disposition.RETRY if draft.attempt > 1 else Disposition.REPLAY
 
 
 def _valid_draft(record: ConsumerRecord[bytes, bytes]) -> Draft | None:
@@ -197,7 +219,7 @@ class _Source:
         await self.consumer.stop()
 
 
-async def _agents_in_window(source: _Source, window: _Window) -> set[str]:
+async def _agents_in_window(source: _Source, window: Window) -> set[str]:
     agents: set[str] = set()
     async for record in source.records():
         if window.contains(record.timestamp):
@@ -231,7 +253,7 @@ async def replay(
     if until is not None and until <= since:
         raise ConfigurationError("--until must be later than --since")
     await create_topics(target, partitions=partitions)
-    window = _Window(int(since.timestamp() * 1000), None if until is None else int(until.timestamp() * 1000))
+    window = Window(int(since.timestamp() * 1000), None if until is None else int(until.timestamp() * 1000))
     source = _Source(source_settings, from_topic)
     await source.open()
     try:
@@ -245,29 +267,32 @@ async def replay(
         counts = await _copy(source, target, destination, window, progress)
     finally:
         await source.close()
-    return ReplayCounts(counts[0], counts[1], counts[2], counts[3], tuple(configured))
+    return ReplayCounts(
+        read=sum(counts.values()),
+        replayed=counts[Disposition.REPLAY],
+        skipped_out_of_window=counts[Disposition.OUT_OF_WINDOW],
+        invalid=counts[Disposition.INVALID],
+        configured_agents=tuple(configured),
+        skipped_retries=counts[Disposition.RETRY],
+    )
 
 
 async def _copy(
-    source: _Source, target: Settings, destination: str, window: _Window, progress: Progress | None
-) -> tuple[int, int, int, int]:
+    source: _Source, target: Settings, destination: str, window: Window, progress: Progress | None
+) -> dict[Disposition, int]:
     producer = AIOKafkaProducer(**client_kwargs(target), linger_ms=5)
     await start_with_retry(producer, target.broker, 15.0)
-    read = replayed = skipped = invalid = 0
+    seen = dict.fromkeys(Disposition, 0)
     total = source.total
     try:
         async for record in source.records():
-            read += 1
-            if not window.contains(record.timestamp):
-                skipped += 1
-            elif _valid_draft(record) is None:
-                invalid += 1
-            else:
+            what = disposition(record, window)
+            seen[what] += 1
+            if what is Disposition.REPLAY:
                 await producer.send(destination, record.value, key=record.key)
-                replayed += 1
             if progress is not None:
-                progress(read, total)
+                progress(sum(seen.values()), total)
         await producer.flush()
     finally:
         await producer.stop()
-    return read, replayed, skipped, invalid
+    return seen

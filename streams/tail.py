@@ -20,7 +20,7 @@ from rich.text import Text
 from engine.errors import ConfigurationError, PayloadError
 from engine.settings import Settings
 from streams.kafka import consumer_kwargs, start_with_retry
-from streams.payloads import CorrectionLog, Directives, Message, ScoreOut, Verdict, decode
+from streams.payloads import CorrectionLog, DeadLetter, Directives, Message, ScoreOut, Verdict, decode
 
 #: ``drift tail KIND``: the topic (without prefix) and the payload model of each kind.
 TAIL_KINDS: dict[str, tuple[str, type[BaseModel]]] = {
@@ -28,6 +28,7 @@ TAIL_KINDS: dict[str, tuple[str, type[BaseModel]]] = {
     "corrections": ("correction-logs", CorrectionLog),
     "messages": ("messages", Message),
     "directives": ("directives", Directives),
+    "dlq": ("dlq", DeadLetter),
 }
 PREVIEW_CHARS = 60
 DECISION_STYLE = {"commit": "green", "retry": "yellow", "reject": "bold red"}
@@ -48,7 +49,8 @@ class TailRecord:
 
     @property
     def agent_id(self) -> str | None:
-        return self.data.get("agent_id") if self.data else self.key
+        agent = self.data.get("agent_id") if self.data else None
+        return agent if isinstance(agent, str) else self.key
 
     def json_line(self) -> str | None:
         """The record as one compact JSON line (None when the value is not a JSON object)."""
@@ -207,6 +209,12 @@ def _directives(line: Text, d: Directives, agent: str | None) -> None:
     line.append(f"  {d.latency_ms:.0f}ms", style="dim")
 
 
+def _dead_letter(line: Text, d: DeadLetter) -> None:
+    line.append("dead letter", style="bold red")
+    line.append(f" {d.source_topic} p{d.partition}@{d.offset}: ")
+    line.append(d.error, style="red")
+
+
 def render(record: TailRecord, agent: str | None = None) -> Text:
     """One coloured line: time, agent, then the kind-specific summary."""
     line = Text()
@@ -225,4 +233,6 @@ def render(record: TailRecord, agent: str | None = None) -> Text:
         _message(line, payload)
     elif isinstance(payload, Directives):
         _directives(line, payload, agent)
+    elif isinstance(payload, DeadLetter):
+        _dead_letter(line, payload)
     return line

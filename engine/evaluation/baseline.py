@@ -10,6 +10,7 @@ reported as a note. Files hold no timestamp, so regenerating unchanged baselines
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -105,3 +106,18 @@ def write_baseline(directory: Path, baseline: Baseline) -> Path:
     data = baseline.model_copy(update={"dimensions": ordered}).model_dump(mode="json")
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
+
+
+def refuse_foreign_baselines(olds: Mapping[str, Baseline | None], judge: str, messages_sha256: str | None) -> None:
+    """Raise (before anything is written) when a stored baseline was made by another judge or conversation."""
+    for agent_id, old in olds.items():
+        if old is None:
+            continue
+        if old.judge and old.judge != judge:
+            raise ConfigurationError(
+                f"{agent_id}: the stored baseline was made by {old.judge}, not {judge}; pass --force to replace it"
+            )
+        if old.messages_sha256 and messages_sha256 and old.messages_sha256 != messages_sha256:
+            raise ConfigurationError(
+                f"{agent_id}: the stored baseline was made on another conversation; pass --force to replace it"
+            )

@@ -12,7 +12,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from engine.evaluation.harness import DimensionResult
-from engine.evaluation.regression import DimensionComparison, Report, Verdict
+from engine.evaluation.regression import NOT_COMPARABLE, DimensionComparison, Report, Verdict
 
 REPORT_MARKER = "<!-- persona-drift-report -->"
 FORMATS = ("table", "json", "markdown", "junit")
@@ -23,10 +23,11 @@ _VERDICT_MARKS = {
     Verdict.LIKELY_REGRESSION: "❌ likely regression",
     Verdict.STALE: "⚠️ stale baseline",
     Verdict.OTHER_JUDGE: "⚠️ other judge",
+    Verdict.OTHER_CONVERSATION: "⚠️ other conversation",
     Verdict.NO_BASELINE: "➖ no baseline",
 }
 
-_NOT_COMPARED = frozenset({Verdict.STALE, Verdict.NO_BASELINE, Verdict.OTHER_JUDGE})
+_NOT_COMPARED = NOT_COMPARABLE | {Verdict.NO_BASELINE}
 
 
 def _num(value: float | None, digits: int = 2, signed: bool = False) -> str:

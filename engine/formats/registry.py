@@ -24,7 +24,9 @@ from engine.propositions.yamlsource import Document, read_yaml
 KIND_PROVIDERS: tuple[str, ...] = (
     "engine.formats.registry:PROPOSITIONS",
     "engine.formats.registry:INTERVENTIONS",
+    "engine.formats.plexus.kind:KIND",
     "engine.formats.registry:PERSONA",
+    "engine.formats.metareason.kind:KIND",
     "engine.simulation.scenario:KIND",
     "engine.simulation.profiles:KIND",
     "engine.personas:FRAGMENT_KIND",

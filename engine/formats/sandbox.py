@@ -7,9 +7,13 @@
 * **resource limits** set in the child before it executes (``RLIMIT_CPU`` seconds, ``RLIMIT_AS`` bytes of
   address space, ``RLIMIT_FSIZE`` for files it writes, ``RLIMIT_NPROC`` where allowed);
 * a **wall-clock** deadline after which the whole process group is killed;
-* **no network** when the platform allows it: the child runs under ``unshare --net`` (a fresh network namespace
-  with only a downed loopback) when that works here (probed once); otherwise the limitation is reported by
-  :func:`network_isolation_available` and documented.
+* **its own namespaces** when the platform allows it: the child runs under ``unshare`` in a fresh network
+  namespace (no interface but a downed loopback: no network) and a fresh PID namespace with its own ``/proc``
+  (it cannot see, signal or read ``/proc/<pid>/environ`` of the service or any other process). As root this
+  is ``unshare --net --pid --fork --mount-proc``; unprivileged, the same inside a user namespace
+  (``--user --map-root-user``). The first variant that works here is probed once; where none does,
+  :func:`isolation_prefix` is empty, :func:`network_isolation_available` is False, and only the environment,
+  the limits and the process group protect the service (documented in docs/formats/).
 
 Input goes on stdin, output is read from stdout (capped); nothing raises for a misbehaving child — the
 :class:`SandboxResult` says what happened (exit code, timeout, the limit that killed it).
@@ -57,17 +61,31 @@ class SandboxResult:
         return self.error is None and self.returncode == 0
 
 
+_NAMESPACES = ("--net", "--pid", "--fork", "--mount-proc")
+#: tried in order: as root, then unprivileged inside a user namespace
+_CANDIDATES = ((*_NAMESPACES,), ("--user", "--map-root-user", *_NAMESPACES))
+
+
 @functools.cache
-def network_isolation_available() -> bool:
-    """True when ``unshare --net`` can run a child in an empty network namespace on this machine."""
+def isolation_prefix() -> tuple[str, ...]:
+    """The ``unshare …`` words that give a child its own network and PID namespaces here, or () if none work."""
     binary = shutil.which("unshare")
     if binary is None:
-        return False
-    try:
-        done = subprocess.run([binary, "--net", "true"], capture_output=True, timeout=5, check=False)  # noqa: S603
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
+        return ()
+    for flags in _CANDIDATES:
+        argv = [binary, *flags, "--", "true"]
+        try:
+            done = subprocess.run(argv, capture_output=True, timeout=5, check=False)  # noqa: S603
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if done.returncode == 0:
+            return (binary, *flags, "--")
+    return ()
+
+
+def network_isolation_available() -> bool:
+    """True when children run without network (and without a view of other processes)."""
+    return bool(isolation_prefix())
 
 
 def _limit_child(limits: Limits) -> None:  # runs in the child between fork and exec
@@ -80,10 +98,21 @@ def _limit_child(limits: Limits) -> None:  # runs in the child between fork and 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+#: Between ``unshare --fork`` and the program, a shell turns a death by signal into exit code 128 + signal:
+#: util-linux 2.38's unshare reports a signalled child as a plain exit 1, which would hide "CPU limit".
+_REPORT_SIGNAL = ("/bin/sh", "-c", '"$@"; exit $?', "sandbox")
+
+
 def _argv(argv: Sequence[str], limits: Limits) -> list[str]:
-    if limits.network or not network_isolation_available():
-        return list(argv)
-    return ["unshare", "--net", "--", *argv]
+    prefix = () if limits.network else isolation_prefix()
+    return [*prefix, *_REPORT_SIGNAL, *argv] if prefix else list(argv)
+
+
+def _returncode(raw: int | None, isolated: bool) -> int | None:
+    """The child's exit code, a death by signal N as -N (through the isolation shell it arrives as 128 + N)."""
+    if isolated and raw is not None and raw > 128 and (raw - 128) in signal.valid_signals():
+        return -(raw - 128)
+    return raw
 
 
 def _reason(returncode: int | None, limits: Limits) -> str | None:
@@ -139,7 +168,8 @@ async def _communicate(process: asyncio.subprocess.Process, stdin: bytes, limits
     finally:
         _kill_group(process)
     out = out[: limits.max_output_bytes]
-    return SandboxResult(process.returncode, out, err[-64_000:], error=_reason(process.returncode, limits))
+    code = _returncode(process.returncode, bool(isolation_prefix()) and not limits.network)
+    return SandboxResult(code, out, err[-64_000:], error=_reason(code, limits))
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:

@@ -14,6 +14,7 @@ One spec names a target in every format command (``--target``):
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import shlex
 import time
@@ -58,6 +59,11 @@ class TargetRequest:
 
     def cache_key(self, target: str) -> str:
         return hashlib.sha256(target.encode() + b"\0" + self.as_json()).hexdigest()
+
+    def content_key(self, target: str) -> str:
+        """Like :meth:`cache_key` without the item id: equal prompts, messages and payloads share it."""
+        body = orjson.dumps({"prompt": self.prompt, "messages": list(self.messages), **self.payload}, default=str)
+        return hashlib.sha256(target.encode() + b"\0" + body).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,11 +199,18 @@ class ActorTarget:
 
 
 class CachedTarget:
-    """Answers each distinct (target, item) once; later identical requests are served from memory."""
+    """Answers each distinct (target, item) once; later identical requests are served from memory.
 
-    def __init__(self, inner: Target) -> None:
+    ``by_content`` keys the cache on the prompt, messages and payload without the item id (MetaReason
+    variants with equal parameters). A request arriving while an identical one is in flight waits for that
+    answer instead of calling the target a second time; a failed call is not cached.
+    """
+
+    def __init__(self, inner: Target, *, by_content: bool = False) -> None:
         self._inner = inner
+        self._by_content = by_content
         self._cache: dict[str, TargetAnswer] = {}
+        self._pending: dict[str, asyncio.Future[TargetAnswer]] = {}
         self.calls = 0
 
     @property
@@ -205,13 +218,28 @@ class CachedTarget:
         return self._inner.name
 
     async def answer(self, request: TargetRequest) -> TargetAnswer:
-        key = request.cache_key(self._inner.name)
+        key = request.content_key(self._inner.name) if self._by_content else request.cache_key(self._inner.name)
         hit = self._cache.get(key)
+        if hit is None and key in self._pending:
+            hit = await asyncio.shield(self._pending[key])
         if hit is not None:
             return TargetAnswer(request.item_id, hit.text, hit.target, hit.tool_calls, cached=True)
         self.calls += 1
-        answer = await self._inner.answer(request)
+        pending: asyncio.Future[TargetAnswer] = asyncio.get_running_loop().create_future()
+        self._pending[key] = pending
+        try:
+            answer = await self._inner.answer(request)
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                pending.cancel()
+            else:
+                pending.set_exception(exc)
+                pending.exception()  # retrieved here: waiters re-raise it, nobody else has to
+            raise
+        finally:
+            del self._pending[key]
         self._cache[key] = answer
+        pending.set_result(answer)
         return answer
 
 

@@ -61,6 +61,27 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         "≤ 50",
         lambda r: r["step_round_trip_p50_ms"] <= 50,
     ),
+    "metareason_sample_10k_s": (
+        "MetaReason: sample and render 10,000 variants of seed 002's complete example (s, best of 5)",
+        "< 1",
+        lambda r: r["metareason_sample_10k_s"] < 1,
+    ),
+    "metareason_run_overhead_ms": (
+        "MetaReason: runner cost per variant beyond target and judge (ms, 2,000 variants, best of 3)",
+        "≤ 2",
+        lambda r: r["metareason_run_overhead_ms"] <= 2,
+    ),
+    "plexus_routing_per_node_ms": (
+        "Plexus graph: routing, templates and state per node, model time excluded (20 nodes, median of 200)",
+        "≤ 1",
+        lambda r: r["plexus_routing_per_node_ms"] <= 1,
+    ),
+    "plexus_code_node_p50_ms": (
+        "Plexus code node round trip through the sandbox, p50 of 40",
+        "≤ 50",
+        lambda r: r["plexus_code_node_p50_ms"] <= 50,
+    ),
+    "plexus_sandbox_floor_p50_ms": ("the sandbox starting `python -I -S -c pass`, interleaved", "—", None),
     "sim_overhead_per_turn_ms": ("simulation overhead per agent turn, 20 sessions, 200 ms scripted actor", "—", None),
     "sim_overhead_per_step_ms": (
         "the same per step (one step and one verdict round trip after the slowest actor)",
@@ -109,7 +130,7 @@ def main() -> None:
     """Each benchmark runs in a fresh interpreter: a microbenchmark timed inside a process that has imported
     Faust and the Kafka clients pays for their larger heap in garbage collection (measured: ~60% slower)."""
     started = time.monotonic()
-    for name in ("checks", "gate", "steps", "simulate"):
+    for name in ("checks", "gate", "steps", "metareason", "plexus", "simulate"):
         print(f"== {name}", flush=True)
         subprocess.run([sys.executable, "-m", f"ops.bench.{name}"], check=True)
     results = json.loads(RESULTS_PATH.read_text(encoding="utf-8"))

@@ -34,6 +34,13 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("demo", None, "app"),
     ("ops", None, "app"),
     ("validate", None, "app"),
+    ("check", None, "app"),
+    ("init", None, "app"),
+    ("agents", "agents", "app"),
+    ("experiment", "experiment", "app"),
+    ("view", None, "app"),
+    ("metareason", "metareason", "app"),
+    ("plexus", "plexus", "app"),
     ("population", "population", "app"),
     ("simulate", None, "app"),
 )
@@ -56,6 +63,17 @@ def _register() -> None:
         else:
             groups[group] = sub
             app.add_typer(sub, name=group)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the installed version and exit.", is_eager=True),
+) -> None:
+    if version:
+        from importlib.metadata import version as installed
+
+        typer.echo(f"persona-drift {installed('persona-drift')}")
+        raise typer.Exit(0)
 
 
 _register()

@@ -1,8 +1,11 @@
 """``drift eval``: offline evaluation, golden baselines, regression checks and judge calibration.
 
 - ``drift eval run``: score agents on the evaluation dimensions and compare with their golden baselines
-  (exit 0: no regression, 1: regression, 2: usage or configuration error);
-- ``drift eval baseline``: write the golden baselines (``<baseline dir>/<agent_id>.json``);
+  (exit 0: no regression, 1: regression, 2: usage or configuration error, 3: some dimension was not
+  comparable — its baseline is stale, or was made by another judge or on another conversation — unless
+  ``--allow-incomparable``);
+- ``drift eval baseline``: write the golden baselines (``<baseline dir>/<agent_id>.json``) of ``--agents a,b``
+  or ``--all``; a baseline made by another judge or on another conversation is only replaced with ``--force``;
 - ``drift eval calibrate``: agreement of the judge with human labels (Spearman rho, quadratic kappa).
 
 Input: ``--messages FILE.jsonl`` (see :mod:`engine.evaluation.messages`), ``--run-id ID`` / ``--since T``
@@ -38,6 +41,10 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+#: ``drift eval run``'s exit code when some dimension could not be compared with its baseline.
+EXIT_NOT_COMPARABLE = 3
 
 
 class OutputFormat(StrEnum):
@@ -270,8 +277,15 @@ def run_command(
     skip_invalid: SkipInvalidOpt = False,
     no_interval: NoIntervalOpt = False,
     fail_on_stale: Annotated[bool, typer.Option("--fail-on-stale", help="Exit 1 on stale baselines too.")] = False,
+    allow_incomparable: Annotated[
+        bool, typer.Option("--allow-incomparable", help="Exit 0 when some dimensions could not be compared.")
+    ] = False,
 ) -> None:
-    """Score agents and compare them with their golden baselines (exit 1 on a regression)."""
+    """Score agents and compare them with their golden baselines.
+
+    Exit 0: every dimension compared, no regression; 1: regression; 2: usage error; 3: some dimension was
+    not comparable (stale baseline, other judge, other conversation) and --allow-incomparable was not given.
+    """
     from engine.evaluation.baseline import load_baseline
     from engine.evaluation.regression import build_report
     from engine.evaluation.report import RENDERERS
@@ -291,6 +305,13 @@ def run_command(
         )
     if report.regressions or (fail_on_stale and report.stale):
         raise typer.Exit(1)
+    if report.incomparable and not allow_incomparable:
+        print(
+            f"drift: {len(report.incomparable)} dimension(s) not comparable with their baselines (see the notes); "
+            "exit 3 (pass --allow-incomparable to accept)",
+            file=sys.stderr,
+        )
+        raise typer.Exit(EXIT_NOT_COMPARABLE)
 
 
 @app.command("baseline")
@@ -308,18 +329,35 @@ def baseline_command(
     repeats: RepeatsOpt = 1,
     strategy: StrategyOpt = Strategy.BATCH,
     skip_invalid: SkipInvalidOpt = False,
+    all_agents: Annotated[
+        bool, typer.Option("--all", help="Every agent with a message (instead of --agents).")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace baselines made by another judge or on another conversation.")
+    ] = False,
 ) -> None:
-    """Write golden baselines: one JSON file per agent with scores, unit scores and content hashes."""
-    from engine.evaluation.baseline import baseline_from_result, load_baseline, merge_baseline, write_baseline
+    """Write golden baselines of --agents a,b (or --all): scores, unit scores and content hashes per agent."""
+    from engine.evaluation.baseline import (
+        baseline_from_result,
+        load_baseline,
+        merge_baseline,
+        refuse_foreign_baselines,
+        write_baseline,
+    )
 
+    if bool(agents) == all_agents:
+        raise ConfigurationError("name the agents whose baselines to write: --agents a,b or --all")
     settings = settings_from(propositions=propositions)
     options = harness_options(settings, dimensions, repeats, strategy, True)
     inputs = Inputs(messages, run_id, since, synthetic, skip_invalid)
     judge_name, loaded, results = run(evaluate_input(inputs, _split(agents), options, settings, judge or "", record))
     directory = baseline_dir or settings.propositions_dir / "baselines"
+    olds = {r.agent_id: load_baseline(directory, r.agent_id) for r in results}
+    if not force:
+        refuse_foreign_baselines(olds, judge_name, loaded.messages_sha256)
     for result in results:
         fresh = baseline_from_result(result, judge_name, loaded.messages_sha256)
-        path = write_baseline(directory, merge_baseline(load_baseline(directory, result.agent_id), fresh))
+        path = write_baseline(directory, merge_baseline(olds[result.agent_id], fresh))
         scores = ", ".join(f"{d.dimension.value} {d.score:.2f}" for d in result.dimensions)
         print(f"{path}: {scores}")
 

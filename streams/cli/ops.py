@@ -24,7 +24,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a t
 
 @app.command()
 def tail(
-    kind: Annotated[str, typer.Argument(help="verdicts | corrections | messages | directives")],
+    kind: Annotated[str, typer.Argument(help="verdicts | corrections | messages | directives | dlq")],
     agent: Annotated[str | None, typer.Option("--agent", help="Only records about this agent id.")] = None,
     from_beginning: Annotated[bool, typer.Option("--from-beginning", help="Start at the oldest record.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One raw JSON object per line (for piping).")] = False,
@@ -111,7 +111,8 @@ def _report_replay(counts: Any, from_topic: str, to_prefix: str, as_json: bool) 
         typer.echo(f"configured {len(counts.configured_agents)} agent(s): {', '.join(counts.configured_agents)}")
     typer.echo(
         f"read {counts.read}, replayed {counts.replayed} into {to_prefix}drafts, "
-        f"skipped {counts.skipped_out_of_window} out of the window, {counts.invalid} invalid"
+        f"skipped {counts.skipped_out_of_window} out of the window and {counts.skipped_retries} retry attempt(s), "
+        f"{counts.invalid} invalid"
     )
 
 

@@ -111,14 +111,23 @@ def test_two_workers_start_after_init_completed() -> None:
         assert "--partitions 3" in command(service)
 
 
-def test_the_database_url_matches_the_postgres_service() -> None:
+def test_the_database_url_matches_the_postgres_service_and_holds_no_password() -> None:
     env = SERVICES["postgres"]["environment"]
     for name in ("init", *workers()):
-        url = SERVICES[name]["environment"]["DRIFT_DATABASE_URL"]
-        match = re.fullmatch(r"postgresql://([^:]+):(\$\{POSTGRES_PASSWORD[^}]*\})@postgres:5432/(\w+)", url)
-        assert match, url
-        assert (match.group(1), match.group(3)) == (env["POSTGRES_USER"], env["POSTGRES_DB"])
-        assert match.group(2).split(":")[0] == env["POSTGRES_PASSWORD"].split(":")[0]  # the same variable
+        service_env = SERVICES[name]["environment"]
+        match = re.fullmatch(r"postgresql://([^:@]+)@postgres:5432/(\w+)", service_env["DRIFT_DATABASE_URL"])
+        assert match, service_env["DRIFT_DATABASE_URL"]
+        assert (match.group(1), match.group(2)) == (env["POSTGRES_USER"], env["POSTGRES_DB"])
+        # the password goes as PGPASSWORD (no URL-encoding needed), from the same variable as the server's
+        assert service_env["PGPASSWORD"].split(":")[0] == env["POSTGRES_PASSWORD"].split(":")[0]
+
+
+def test_services_restart_on_failure_and_mount_the_cast() -> None:
+    for name in ("kafka", "postgres", *workers()):
+        assert SERVICES[name]["restart"] == "unless-stopped", name
+    for name in ("init", *workers()):
+        assert SERVICES[name]["environment"]["DRIFT_PROPOSITIONS_DIR"] == "/cast"
+        assert any(str(v).endswith(":/cast:ro") for v in SERVICES[name]["volumes"]), name
 
 
 def test_every_port_is_published_on_loopback_only() -> None:
@@ -144,7 +153,7 @@ def test_every_drift_variable_is_a_settings_field() -> None:
             if key.startswith("DRIFT_"):
                 assert key.removeprefix("DRIFT_").lower() in SETTINGS_FIELDS, (name, key)
             elif name not in {"kafka", "postgres"}:
-                assert key == "ANTHROPIC_API_KEY", (name, key)
+                assert key in {"ANTHROPIC_API_KEY", "PGPASSWORD"}, (name, key)
 
 
 # -- the Dockerfile -----------------------------------------------------------------------------------------

@@ -147,7 +147,9 @@ async def test_replay_lets_a_treatment_gate_judge_the_same_traffic(traffic: Traf
     total = len(traffic.early) + len(traffic.window) + 2 + len(traffic.late)
     assert counts["read"] >= total  # the live-tail test may have added one more draft after the window
     assert (counts["replayed"], counts["invalid"]) == (len(traffic.window), 2)
-    assert counts["read"] == counts["replayed"] + counts["invalid"] + counts["skipped_out_of_window"]
+    assert counts["read"] == (
+        counts["replayed"] + counts["invalid"] + counts["skipped_out_of_window"] + counts["skipped_retries"]
+    )
     assert sorted(counts["configured_agents"]) == sorted([x, y])
 
     assert {v["draft_id"] for v in treated.verdicts} == set(traffic.window)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import orjson
 import pytest
+from aiokafka.structs import ConsumerRecord
 
 from engine.errors import ConfigurationError
-from streams.replay import changes_for, load_agent_configs, parse_time
+from streams.replay import Disposition, Window, changes_for, disposition, load_agent_configs, parse_time
 from tests.streams.ops_cli_support import NOW, write_config
 
 # -- time parsing and replay configuration files ------------------------------------------------------------
@@ -75,3 +77,24 @@ def test_bad_agent_config_files_name_the_file_and_the_problem(tmp_path: Path, te
 def test_a_missing_config_file_is_a_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="cannot read"):
         load_agent_configs(tmp_path / "absent.yaml")
+
+
+def _record(value: dict[str, object], *, key: str = "jim", timestamp: int = 1_000) -> ConsumerRecord[bytes, bytes]:
+    body = orjson.dumps(value)
+    return ConsumerRecord("t", 0, 0, timestamp, 0, key.encode(), body, None, len(key), len(body), ())
+
+
+@pytest.mark.parametrize(
+    ("attempt", "timestamp", "key", "expected"),
+    [
+        (1, 1_000, "jim", Disposition.REPLAY),
+        (2, 1_000, "jim", Disposition.RETRY),  # a retry answered the first gate's feedback: never replayed
+        (1, 5_000, "jim", Disposition.OUT_OF_WINDOW),
+        (1, 1_000, "pam", Disposition.INVALID),  # the key is not the agent id
+    ],
+)
+def test_only_first_attempts_in_the_window_are_replayed(
+    attempt: int, timestamp: int, key: str, expected: Disposition
+) -> None:
+    draft = {"draft_id": "d1", "attempt": attempt, "agent_id": "jim", "agent_name": "Jim", "text": "hi"}
+    assert disposition(_record(draft, key=key, timestamp=timestamp), Window(0, 2_000)) is expected

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from streams.payloads import Directives, Verdict, encode
+from streams.payloads import DeadLetter, Directives, Verdict, encode
 from streams.tail import matches, render, to_record
 from tests.stack import DRIFT
 
@@ -62,4 +62,11 @@ def test_agent_filter_matches_directives_addressed_to_the_agent() -> None:
 
 def test_tail_refuses_an_unknown_kind() -> None:
     done = subprocess.run([DRIFT, "tail", "drafts"], capture_output=True, text=True, timeout=30, check=False)
-    assert done.returncode == 2 and "choose one of verdicts, corrections, messages, directives" in done.stderr
+    assert done.returncode == 2 and "choose one of verdicts, corrections, messages, directives, dlq" in done.stderr
+
+
+def test_a_dead_letter_line_names_its_source_and_reason() -> None:
+    letter = DeadLetter(source_topic="drift.drafts", partition=1, offset=42, key="pam", error="not JSON", raw="eA==")
+    record = to_record("dlq", 0, 7, 0, b"pam", encode(letter))
+    assert record.payload is not None
+    assert "pam dead letter drift.drafts p1@42: not JSON" in render(record).plain

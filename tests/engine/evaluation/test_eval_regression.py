@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.errors import ConfigurationError
 from engine.evaluation.baseline import (
@@ -206,9 +208,45 @@ async def test_a_baseline_from_another_judge_is_shown_not_compared(
 
 
 def test_intervals_need_two_units_per_side() -> None:
-    assert difference_interval([1.0], [1.0, 2.0]) is None
-    low, high = difference_interval([5.0, 5.0, 5.0], [3.0, 3.0, 3.0]) or (0.0, 0.0)
+    assert difference_interval([1.0], [1.0, 2.0], 1.0) is None
+    low, high = difference_interval([5.0, 5.0, 5.0], [3.0, 3.0, 3.0], -2.0) or (0.0, 0.0)
     assert low == high == -2.0
+
+
+def test_the_interval_sits_around_the_reported_delta_not_the_unit_means() -> None:
+    # The case a user hit: the whole-trajectory score fell 0.40, the per-message means fell about 2.4.
+    baseline_units = (6.5, 7.0, 7.5, 6.0, 7.2)
+    current_units = (4.0, 5.1, 4.6, 4.9, 4.4)
+    comparison = compare_dimension(
+        "michael",
+        _current(4.39, current_units),
+        BaselineDimension(score=4.79, content_hash="h" * 64, units=baseline_units),
+    )
+    assert comparison.delta == -0.4
+    assert comparison.interval is not None
+    assert comparison.interval[0] <= -0.4 <= comparison.interval[1]
+    assert comparison.verdict is Verdict.OK
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(0, 9), min_size=2, max_size=12),
+    st.lists(st.floats(0, 9), min_size=2, max_size=12),
+    st.floats(-9, 9),
+)
+def test_property_the_point_estimate_lies_inside_its_interval(
+    baseline_units: list[float], current_units: list[float], delta: float
+) -> None:
+    interval = difference_interval(baseline_units, current_units, delta)
+    assert interval is not None
+    assert interval[0] <= delta <= interval[1]
+
+
+def test_a_baseline_of_another_conversation_is_not_comparable() -> None:
+    stored = BaselineDimension(score=9.0, content_hash="h" * 64, units=(9.0, 9.0))
+    comparison = compare_dimension("a", _current(2.0, (2.0, 2.0)), stored, same_conversation=False)
+    assert not comparison.regression
+    assert comparison.verdict is Verdict.OTHER_CONVERSATION
 
 
 def test_notes_name_missing_baselines_and_other_judges(tmp_path: Path) -> None:

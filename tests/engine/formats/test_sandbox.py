@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -65,3 +66,16 @@ async def test_a_missing_program_is_an_error_not_an_exception() -> None:
     result = await run_sandboxed(["/nonexistent/program"], limits=FAST)
     assert not result.ok
     assert result.error is not None
+
+
+async def test_the_child_cannot_see_the_services_processes() -> None:
+    if not network_isolation_available():
+        pytest.skip("unshare is not available on this machine: process isolation cannot be tested")
+    probe = (
+        "import os\n"
+        "print(all(int(p) < 10 for p in os.listdir('/proc') if p.isdigit()))\n"
+        f"print(os.path.exists('/proc/{os.getpid()}/environ'))"
+    )
+    code, out, _ = await _python(probe)
+    assert code == 0
+    assert out.split() == ["True", "False"]  # a PID namespace of its own; the service's /proc is out of reach

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from engine.formats.targets import (
     CachedTarget,
     CommandTarget,
     RecordedTarget,
+    TargetAnswer,
     TargetError,
     TargetRequest,
     ToolCall,
@@ -116,3 +118,50 @@ def test_bad_specs_are_one_line_errors(spec: str) -> None:
 def test_actor_targets_need_an_actor() -> None:
     with pytest.raises(ConfigurationError, match="no actor"):
         parse_target("actor:dwight", cwd=Path())
+
+
+class _Slow:
+    """Counts calls; each call waits until released, so identical requests overlap."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls = 0
+        self.release = asyncio.Event()
+        self.fail = fail
+
+    @property
+    def name(self) -> str:
+        return "slow"
+
+    async def answer(self, request: TargetRequest) -> TargetAnswer:
+        self.calls += 1
+        await self.release.wait()
+        if self.fail:
+            raise TargetError("down")
+        return TargetAnswer(request.item_id, f"answer to {request.prompt}", self.name)
+
+
+async def test_content_keyed_cache_ignores_the_item_id_and_coalesces_in_flight_requests() -> None:
+    inner = _Slow()
+    cached = CachedTarget(inner, by_content=True)
+    first = asyncio.create_task(cached.answer(TargetRequest("a", "hi", payload={"params": {"x": 1}})))
+    second = asyncio.create_task(cached.answer(TargetRequest("b", "hi", payload={"params": {"x": 1}})))
+    other = asyncio.create_task(cached.answer(TargetRequest("c", "hi", payload={"params": {"x": 2}})))
+    await asyncio.sleep(0)
+    inner.release.set()
+    answers = await asyncio.gather(first, second, other)
+    assert inner.calls == 2  # the x=1 prompt once, the x=2 prompt once
+    assert [(a.item_id, a.cached) for a in answers] == [("a", False), ("b", True), ("c", False)]
+    assert answers[1].text == answers[0].text
+
+
+async def test_a_failed_call_is_not_cached_and_its_waiters_see_the_error() -> None:
+    inner = _Slow(fail=True)
+    cached = CachedTarget(inner, by_content=True)
+    first = asyncio.create_task(cached.answer(TargetRequest("a", "hi")))
+    second = asyncio.create_task(cached.answer(TargetRequest("b", "hi")))
+    await asyncio.sleep(0)
+    inner.release.set()
+    results = await asyncio.gather(first, second, return_exceptions=True)
+    assert all(isinstance(r, TargetError) for r in results) and inner.calls == 1
+    inner.fail = False
+    assert (await cached.answer(TargetRequest("c", "hi"))).cached is False and inner.calls == 2

@@ -54,7 +54,7 @@ def propositions_copy(tmp_path: Path) -> Path:
 
 
 def _json(result: Result) -> dict[str, Any]:
-    assert result.exit_code in (0, 1), result.output
+    assert result.exit_code in (0, 1, 3), result.output
     document: dict[str, Any] = json.loads(result.stdout)
     return document
 
@@ -118,7 +118,8 @@ def test_changed_propositions_are_reported_stale(invoke: Invoke, propositions_co
     fluency = propositions_copy / "fluency" / "_default.yaml"
     fluency.write_text(fluency.read_text().replace("weight: 0.8", "weight: 0.3"))
     result = invoke("run", *common, "--format", "json")
-    assert result.exit_code == 0
+    assert result.exit_code == 3  # a stale dimension was not compared
+    assert invoke("run", *common, "--allow-incomparable").exit_code == 0
     document = _json(result)
     assert document["stale"] == [{"agent_id": "kevin", "dimension": "fluency"}]
     assert document["agents"]["kevin"]["fluency"]["verdict"] == "stale"
@@ -187,6 +188,7 @@ def test_malformed_conversations_stop_unless_skipped(invoke: Invoke, tmp_path: P
         "--format",
         "json",
         "--no-interval",
+        "--allow-incomparable",
     )
     assert skipped.exit_code == 0
     assert f"skipped {broken}:2:" in skipped.stderr and f"skipped {broken}:6:" in skipped.stderr
@@ -336,3 +338,45 @@ def test_the_workflow_runs_the_scripted_eval_and_comments() -> None:
     for path in ("ops/examples/office_conversation.jsonl", "ops/examples/judge_rules.yaml"):
         assert (REPO_ROOT / path).is_file()
     assert sys.version_info >= (3, 11)
+
+
+def test_baseline_needs_named_agents_or_all(invoke: Invoke, propositions_copy: Path) -> None:
+    common = ["--propositions", str(propositions_copy), *SCRIPTED]
+    refused = invoke("baseline", *common)
+    assert refused.exit_code != 0
+    assert isinstance(refused.exception, ConfigurationError)
+    assert "--agents a,b or --all" in str(refused.exception)
+    assert not (propositions_copy / "baselines").exists()
+    assert invoke("baseline", *common, "--all").exit_code == 0
+    assert {p.stem for p in (propositions_copy / "baselines").glob("*.json")} == set(CAST)
+
+
+def test_baseline_refuses_to_replace_another_judges_baseline(invoke: Invoke, propositions_copy: Path) -> None:
+    common = ["--agents", "kevin", "--propositions", str(propositions_copy), "--messages", str(CONVERSATION)]
+    assert invoke("baseline", *common, "--judge", f"scripted:{RULES}").exit_code == 0
+    stored = (propositions_copy / "baselines" / "kevin.json").read_text()
+    refused = invoke("baseline", *common, "--judge", "offline")
+    assert isinstance(refused.exception, ConfigurationError)
+    assert "pass --force" in str(refused.exception)
+    assert (propositions_copy / "baselines" / "kevin.json").read_text() == stored
+    assert invoke("baseline", *common, "--judge", "offline", "--force").exit_code == 0
+    assert (propositions_copy / "baselines" / "kevin.json").read_text() != stored
+
+
+def test_a_run_that_compares_nothing_has_its_own_exit_code(invoke: Invoke) -> None:
+    other_judge = invoke("run", "--messages", str(CONVERSATION), "--judge", "offline", "--agents", "kevin")
+    assert other_judge.exit_code == 3
+    assert "not comparable" in other_judge.stderr
+    allowed = ("run", "--messages", str(CONVERSATION), "--judge", "offline", "--agents", "kevin")
+    assert invoke(*allowed, "--allow-incomparable").exit_code == 0
+
+
+def test_a_baseline_of_another_conversation_is_not_a_regression(invoke: Invoke, tmp_path: Path) -> None:
+    shorter = tmp_path / "shorter.jsonl"
+    shorter.write_text("\n".join(CONVERSATION.read_text().splitlines()[:12]) + "\n")
+    result = invoke("run", "--messages", str(shorter), "--judge", f"scripted:{RULES}", "--format", "json")
+    document = _json(result)
+    assert result.exit_code == 3
+    verdicts = {d["verdict"] for dims in document["agents"].values() for d in dims.values()}
+    assert verdicts <= {"other conversation", "no baseline"}
+    assert "other conversation" in verdicts

@@ -1,0 +1,163 @@
+"""The child side of a Plexus code node: run by ``engine.formats.plexus.code`` under the sandbox, never imported.
+
+Reads one JSON request on stdin, runs the user's function and writes one JSON answer on stdout:
+``{"ok": true, "result": …}`` or ``{"ok": false, "error": "…"}``. Before the user's code runs, environment
+variables become unreadable (any access raises) and an audit hook refuses sockets, subprocesses, native
+libraries and opening files outside the Python installation (``/proc/<worker>/environ`` would hand out the
+worker's secrets) — on top of the sandbox's empty environment, rlimits and network namespace.
+Uses the standard library only (it runs with ``python -I -S``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator, MutableMapping
+
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing alone costs milliseconds
+if TYPE_CHECKING:  # every code-node call pays for this script's start-up
+    from typing import Any
+else:
+    Any = object
+
+_BLOCKED_EVENTS = (
+    "socket.",
+    "subprocess.",
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "os.fork",
+    "os.putenv",
+    "os.unsetenv",
+    "ctypes.",
+    "pty.",
+    "shutil.rmtree",
+    "webbrowser.",
+)
+
+
+class _NoEnvironment(MutableMapping[str, str]):
+    def _refuse(self, *_: object) -> Any:
+        raise PermissionError("code nodes cannot read or set environment variables")
+
+    __getitem__ = __setitem__ = __delitem__ = _refuse
+
+    def __iter__(self) -> Iterator[str]:
+        return self._refuse()  # type: ignore[no-any-return]
+
+    def __len__(self) -> int:
+        return self._refuse()  # type: ignore[no-any-return]
+
+    def get(self, *_: object) -> Any:
+        return self._refuse()
+
+
+#: the only files code may open: the Python installation, read-only (so imports work). Nothing else — in
+#: particular not ``/proc/<worker>/environ``, which holds the worker's secrets.
+_READABLE = tuple(
+    {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+)
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+
+def _check_open(path: object, mode: object, flags: object) -> None:
+    if isinstance(path, int):  # an already open descriptor (stdin/stdout)
+        return
+    name = os.fsdecode(path) if isinstance(path, str | bytes) else str(path)
+    writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+        isinstance(flags, int) and bool(flags & _WRITE_FLAGS)
+    )
+    if writes or not os.path.realpath(name).startswith(_READABLE):
+        raise PermissionError(f"code nodes may not open files ({name})")
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if event.startswith(_BLOCKED_EVENTS):
+        raise PermissionError(f"code nodes may not use {event} (no network, processes or native code)")
+    if event == "open" and args:
+        _check_open(args[0], args[1] if len(args) > 1 else None, args[2] if len(args) > 2 else None)
+
+
+class Attributes(dict[str, Any]):
+    """A dict whose keys are also attributes (``input.metadata``, ``state.field``), with ``model_dump``."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def model_dump(self) -> dict[str, Any]:
+        return dict(self)
+
+
+class Result:
+    def __init__(
+        self,
+        parameters: Any = None,
+        value: Any = None,
+        explanation: Any = None,
+        metadata: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> None:
+        self.parameters = parameters
+        self.value = value
+        self.explanation = explanation
+        self.metadata = dict(metadata or {})
+        self.metadata.update(extra)
+
+
+class Score:
+    Parameters = Attributes
+    Input = Attributes
+    Result = Result
+
+
+def _call(request: dict[str, Any]) -> Any:
+    namespace: dict[str, Any] = {"Score": Score, "__name__": "plexus_code"}
+    exec(compile(request["code"], "<code>", "exec"), namespace)  # noqa: S102 — this process is the sandbox
+    function = namespace.get(request["function"])
+    if not callable(function):
+        raise NameError(f"the code defines no function {request['function']!r}")
+    parameters = Attributes(request.get("parameters") or {})
+    if request["kind"] == "score":
+        metadata = Attributes({**(request.get("metadata") or {}), **(request.get("state") or {})})
+        answer = function(parameters, Attributes(text=request.get("text", ""), metadata=metadata))
+        if answer is None:
+            return None
+        if isinstance(answer, dict):
+            answer = Result(**answer)
+        return {"value": answer.value, "explanation": answer.explanation, "metadata": answer.metadata}
+    context = {
+        "state": Attributes(request.get("state") or {}),
+        "text": request.get("text", ""),
+        "metadata": Attributes(request.get("metadata") or {}),
+        "parameters": parameters,
+    }
+    return function(context)
+
+
+def _where(exc: BaseException) -> str:
+    import traceback  # only when reporting a failure: it pulls in linecache and tokenize
+
+    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__) if frame.filename == "<code>"]
+    return f" (code line {lines[-1]})" if lines else ""
+
+
+def main() -> None:
+    request = json.loads(sys.stdin.buffer.read())
+    os.environ = _NoEnvironment()  # type: ignore[assignment]  # noqa: B003 — replaced on purpose, not cleared
+    sys.addaudithook(_audit)
+    try:
+        answer: dict[str, Any] = {"ok": True, "result": _call(request)}
+    except MemoryError:
+        answer = {"ok": False, "error": "MemoryError: the code exceeded its memory limit"}
+    except BaseException as exc:  # every failure of user code is reported, none escapes
+        answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}{_where(exc)}"}
+    sys.stdout.write(json.dumps(answer, default=str))
+
+
+if __name__ == "__main__":
+    main()

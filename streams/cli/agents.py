@@ -1,0 +1,69 @@
+"""``drift agents list``: every agent id drift knows, from the persona files and from the database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from streams.cli.common import DatabaseOpt, PropositionsOpt, run, settings_from
+
+if TYPE_CHECKING:
+    from streams.store_agents import StoredAgent
+
+app = typer.Typer(help="Agents: which ids have a persona, a stored configuration, recorded messages.")
+
+
+@app.command("list")
+def agents_list(
+    propositions: PropositionsOpt = None,
+    database: DatabaseOpt = None,
+    no_database: Annotated[bool, typer.Option("--no-database", help="Persona files only.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List agent ids: persona file, stored configuration, committed actions, last message."""
+    from engine.personas import persona_files
+
+    settings = settings_from(propositions=propositions, database=database)
+    personas = {p.stem for p in persona_files(Path(settings.propositions_dir))}
+    stored = [] if no_database else run(_stored(settings.database()))
+    rows = _rows(personas, stored)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        typer.echo("no agents yet: add persona files (drift init DIR) or send drafts to the gate")
+        return
+    typer.echo(f"{'agent':<24} {'persona':<8} {'configured':<10} {'actions':>8}  last message")
+    for row in rows:
+        typer.echo(
+            f"{row['agent_id']:<24} {'yes' if row['persona'] else '-':<8} {'yes' if row['configured'] else '-':<10}"
+            f" {row['actions']:>8}  {row['last_seen'] or '-'}"
+        )
+
+
+async def _stored(url: str) -> list[StoredAgent]:
+    from streams.store import Store
+    from streams.store_agents import stored_agents
+
+    async with await Store.connect(url) as store:
+        return await stored_agents(store)
+
+
+def _rows(personas: set[str], stored: list[StoredAgent]) -> list[dict[str, Any]]:
+    by_id = {a.id: a for a in stored}
+    rows = []
+    for agent_id in sorted(personas | set(by_id)):
+        agent = by_id.get(agent_id)
+        rows.append(
+            {
+                "agent_id": agent_id,
+                "persona": agent_id in personas,
+                "configured": bool(agent and agent.configured),
+                "actions": agent.actions if agent else 0,
+                "last_seen": agent.last_seen if agent else None,
+            }
+        )
+    return rows

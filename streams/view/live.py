@@ -1,0 +1,99 @@
+"""Live verdicts for the view: one group-less consumer of ``verdicts`` (it never moves a worker's offsets),
+starting at the end, fanned out to every open page.
+
+Each subscriber has a bounded queue; a page that does not keep up loses its oldest undelivered verdicts, never
+the server's memory. The last :data:`RECENT` verdicts are kept so a page opened now starts with context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from engine.errors import PayloadError
+from engine.settings import Settings
+from streams.kafka import consumer_kwargs, start_with_retry
+from streams.payloads import Verdict, decode
+
+log = logging.getLogger(__name__)
+
+RECENT = 200
+QUEUE = 500
+
+
+def matches(verdict: Mapping[str, Any], filters: Mapping[str, str]) -> bool:
+    """``filters`` keys: ``agent``, ``run``, ``outcome`` (empty values match everything)."""
+    pairs = (("agent", "agent_id"), ("run", "run_id"), ("outcome", "outcome"))
+    return all(not filters.get(name) or verdict.get(field) == filters[name] for name, field in pairs)
+
+
+class LiveVerdicts:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._subscribers: set[asyncio.Queue[dict[str, Any]]] = set()
+        self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT)
+        self._task: asyncio.Task[None] | None = None
+        self.ready = asyncio.Event()
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="view-live-verdicts")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def publish(self, verdict: dict[str, Any]) -> None:
+        self.recent.append(verdict)
+        for queue in self._subscribers:
+            if queue.full():
+                queue.get_nowait()
+            queue.put_nowait(verdict)
+
+    async def subscribe(self, filters: Mapping[str, str]) -> AsyncIterator[dict[str, Any]]:
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE)
+        self._subscribers.add(queue)
+        try:
+            for verdict in list(self.recent):
+                if matches(verdict, filters):
+                    yield verdict
+            while True:
+                verdict = await queue.get()
+                if matches(verdict, filters):
+                    yield verdict
+        finally:
+            self._subscribers.discard(queue)
+
+    async def _run(self) -> None:
+        topic = self._settings.topic("verdicts")
+        consumer = AIOKafkaConsumer(**consumer_kwargs(self._settings), enable_auto_commit=False)
+        await start_with_retry(consumer, self._settings.broker, 15.0)
+        try:
+            await consumer.topics()
+            partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+            consumer.assign(partitions)
+            await consumer.seek_to_end(*partitions)
+            for tp in partitions:
+                await consumer.position(tp)
+            self.ready.set()
+            while True:
+                batch = await consumer.getmany(timeout_ms=500)
+                for record in sorted((r for rs in batch.values() for r in rs), key=lambda r: r.timestamp):
+                    self._accept(record.value)
+        finally:
+            await consumer.stop()
+
+    def _accept(self, value: bytes | None) -> None:
+        try:
+            verdict = decode(Verdict, value)
+        except PayloadError:
+            log.warning("view: skipped a verdict record that does not validate")
+            return
+        self.publish(verdict.model_dump(mode="json"))

@@ -1,0 +1,210 @@
+// persona-drift view: plain JavaScript, no build step. Every value from the server is inserted as text.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const el = (tag, text, cls) => {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (cls) node.className = cls;
+  return node;
+};
+const fmt = (x) => (x === null || x === undefined ? "–" : Number(x).toFixed(2));
+const when = (iso) => (iso ? new Date(iso).toLocaleString() : "–");
+async function api(path) {
+  const response = await fetch(path, { credentials: "same-origin" });
+  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+  return response.json();
+}
+function status(text) { $("status").textContent = text; }
+
+// -- tabs ---------------------------------------------------------------------------------------------
+const loaders = { live: startLive, agents: loadAgents, runs: loadRuns };
+document.querySelectorAll("nav .tab").forEach((tab) => tab.addEventListener("click", () => show(tab.dataset.page)));
+function show(page) {
+  document.querySelectorAll("nav .tab").forEach((t) => t.classList.toggle("active", t.dataset.page === page));
+  document.querySelectorAll(".page").forEach((p) => p.classList.toggle("hidden", p.id !== `page-${page}`));
+  loaders[page]();
+}
+
+// -- live ---------------------------------------------------------------------------------------------
+let source = null;
+const verdicts = new Map(); // draft_id -> [verdict of each attempt]
+function startLive() {
+  if (source) source.close();
+  $("live-table").querySelector("tbody").replaceChildren();
+  verdicts.clear();
+  const params = new URLSearchParams({
+    agent: $("filter-agent").value.trim(), run: $("filter-run").value.trim(), outcome: $("filter-outcome").value,
+  });
+  source = new EventSource(`/api/live?${params}`);
+  source.onopen = () => status("live: connected");
+  source.onerror = () => status("live: reconnecting…");
+  source.onmessage = (event) => addVerdict(JSON.parse(event.data));
+}
+$("live-filters").addEventListener("submit", (event) => { event.preventDefault(); startLive(); });
+
+function scoreCell(scores) {
+  const cell = el("td");
+  for (const [name, s] of Object.entries(scores || {})) {
+    const state = s.timed_out ? "score-timeout" : s.passed ? "score-pass" : "score-fail";
+    cell.append(el("span", `${name} ${s.timed_out ? "timeout" : fmt(s.score)} `, state));
+  }
+  return cell;
+}
+
+function addVerdict(v) {
+  $("live-empty").classList.add("hidden");
+  const attempts = verdicts.get(v.draft_id) || [];
+  attempts.push(v);
+  verdicts.set(v.draft_id, attempts);
+  const row = el("tr");
+  row.dataset.draft = v.draft_id;
+  row.append(el("td", new Date().toLocaleTimeString()), el("td", v.agent_id), el("td", v.run_id || "–"),
+    el("td", v.decision, v.decision), el("td", v.outcome), el("td", v.attempt), scoreCell(v.scores),
+    el("td", (v.text || "").slice(0, 90)));
+  row.addEventListener("click", () => showVerdict(v.draft_id));
+  $("live-table").querySelector("tbody").prepend(row);
+}
+
+function wordDiff(before, after) {
+  const a = before.split(/\s+/).filter(Boolean).slice(0, 400), b = after.split(/\s+/).filter(Boolean).slice(0, 400);
+  const lcs = Array.from({ length: a.length + 1 }, () => new Array(b.length + 1).fill(0));
+  for (let i = a.length - 1; i >= 0; i--) for (let j = b.length - 1; j >= 0; j--)
+    lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  const out = el("p");
+  let i = 0, j = 0;
+  while (i < a.length || j < b.length) {
+    if (i < a.length && j < b.length && a[i] === b[j]) { out.append(`${a[i]} `); i++; j++; }
+    else if (j < b.length && (i >= a.length || lcs[i][j + 1] >= lcs[i + 1][j])) { out.append(el("ins", `${b[j]} `)); j++; }
+    else { out.append(el("del", `${a[i]} `)); i++; }
+  }
+  return out;
+}
+
+async function showVerdict(draftId) {
+  const panel = $("verdict-detail");
+  panel.classList.remove("hidden");
+  panel.replaceChildren(el("h2", `draft ${draftId}`));
+  const live = verdicts.get(draftId) || [];
+  const last = live[live.length - 1];
+  if (last) {
+    for (const [name, s] of Object.entries(last.scores || {})) {
+      panel.append(el("h3", `${name}: ${s.timed_out ? "timed out" : fmt(s.score)} (threshold ${fmt(s.threshold)})`));
+      if (s.reasoning) panel.append(el("pre", s.reasoning));
+    }
+    if (last.feedback) { panel.append(el("h3", "feedback to the agent")); panel.append(el("pre", last.feedback)); }
+  }
+  let stored = [];
+  try { stored = (await api(`/api/drafts/${encodeURIComponent(draftId)}`)).attempts; } catch (e) { status(e.message); }
+  const texts = stored.length ? stored.map((a) => [a.attempt_number, a.original_text, a.outcome])
+                              : live.map((v) => [v.attempt, v.text, v.outcome]);
+  panel.append(el("h3", "attempts"));
+  texts.forEach(([n, text, outcome], index) => {
+    panel.append(el("h4", `attempt ${n} — ${outcome}`));
+    panel.append(index === 0 ? el("p", text) : wordDiff(texts[index - 1][1], text));
+  });
+}
+
+// -- agents -------------------------------------------------------------------------------------------
+async function loadAgents() {
+  if (source) { source.close(); source = null; }
+  const body = $("agents-table").querySelector("tbody");
+  const { agents } = await api("/api/agents?limit=200");
+  body.replaceChildren();
+  $("agents-empty").classList.toggle("hidden", agents.length > 0);
+  for (const a of agents) {
+    const rate = a.attempts ? a.retries / a.attempts : null;
+    const row = el("tr");
+    row.append(el("td", a.agent_id), el("td", a.drafts), el("td", a.attempts),
+      el("td", rate === null ? "–" : `${(100 * rate).toFixed(1)}%`), el("td", a.forced_through), el("td", a.rejected),
+      el("td", when(a.last_verdict)));
+    row.addEventListener("click", () => showAgent(a.agent_id));
+    body.append(row);
+  }
+  status(`${agents.length} agents`);
+}
+
+const COLOURS = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#57606a"];
+async function showAgent(agent) {
+  $("agent-detail").classList.remove("hidden");
+  $("agent-title").textContent = agent;
+  const data = await api(`/api/agents/${encodeURIComponent(agent)}/scores?limit=200`);
+  const runs = data.runs.slice().reverse();
+  $("agent-chart-empty").classList.toggle("hidden", runs.length > 0);
+  $("agent-chart").replaceChildren(runs.length ? chart(runs, data.baseline) : "");
+}
+
+function chart(runs, baseline) {
+  const ns = "http://www.w3.org/2000/svg", W = 760, H = 280, P = 36;
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("width", W); svg.setAttribute("height", H);
+  const x = (i) => P + (runs.length === 1 ? (W - 2 * P) / 2 : (i * (W - 2 * P)) / (runs.length - 1));
+  const y = (v) => H - P - (v / 9) * (H - 2 * P);
+  const add = (tag, attrs, text) => {
+    const node = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+    if (text !== undefined) node.textContent = text;
+    svg.append(node);
+    return node;
+  };
+  for (const v of [0, 3, 6, 9]) { add("line", { x1: P, x2: W - P, y1: y(v), y2: y(v), stroke: "#eaeef2" }); add("text", { x: 4, y: y(v) + 4, "font-size": 10 }, v); }
+  const dims = [...new Set(runs.flatMap((r) => Object.keys(r.dimension_scores || {})))];
+  dims.forEach((dim, k) => {
+    const colour = COLOURS[k % COLOURS.length];
+    const base = baseline && baseline.scores ? baseline.scores[dim] : undefined;
+    if (base !== undefined) {
+      const low = Math.max(0, base - baseline.regression_drop);
+      add("rect", { x: P, width: W - 2 * P, y: y(low), height: y(0) - y(low), fill: colour, opacity: 0.06, class: "band" });
+      add("line", { x1: P, x2: W - P, y1: y(base), y2: y(base), stroke: colour, "stroke-dasharray": "5 4", class: "baseline" });
+    }
+    const points = runs.map((r, i) => [i, (r.dimension_scores || {})[dim]]).filter(([, v]) => v !== undefined && v !== null);
+    add("polyline", { points: points.map(([i, v]) => `${x(i)},${y(v)}`).join(" "), fill: "none", stroke: colour, "stroke-width": 2, class: "series" });
+    add("text", { x: W - P, y: 14 + 13 * k, "font-size": 11, fill: colour, "text-anchor": "end" }, dim);
+  });
+  return svg;
+}
+
+// -- runs ---------------------------------------------------------------------------------------------
+async function loadRuns() {
+  if (source) { source.close(); source = null; }
+  const [evals, formats] = await Promise.all([api("/api/runs/evaluations?limit=100"), api("/api/runs/formats?limit=100")]);
+  const evalBody = $("eval-runs").querySelector("tbody");
+  evalBody.replaceChildren();
+  $("eval-empty").classList.toggle("hidden", evals.runs.length > 0);
+  for (const r of evals.runs) {
+    const dims = Object.entries(r.dimension_scores || {}).map(([d, s]) => `${d} ${fmt(s)}`).join(", ");
+    const row = el("tr");
+    row.append(el("td", when(r.created_at)), el("td", r.agent_id), el("td", r.status), el("td", fmt(r.overall_score)),
+      el("td", dims || "–"), el("td", r.sample_size));
+    evalBody.append(row);
+  }
+  const formatBody = $("format-runs").querySelector("tbody");
+  formatBody.replaceChildren();
+  $("formats-empty").classList.toggle("hidden", formats.runs.length > 0);
+  for (const r of formats.runs) {
+    const row = el("tr");
+    row.append(el("td", when(r.created_at)), el("td", r.format), el("td", r.source), el("td", r.target),
+      el("td", r.judge), el("td", r.status), el("td", JSON.stringify(r.summary).slice(0, 160)));
+    row.addEventListener("click", () => showFormatRun(r));
+    formatBody.append(row);
+  }
+  status(`${evals.runs.length} evaluation runs, ${formats.runs.length} format runs`);
+}
+
+async function showFormatRun(run) {
+  const panel = $("format-detail");
+  panel.classList.remove("hidden");
+  panel.replaceChildren(el("h3", `${run.format} run ${run.run_id}`), el("pre", JSON.stringify(run.summary, null, 2)));
+  const { items } = await api(`/api/runs/formats/${encodeURIComponent(run.run_id)}/items?limit=200`);
+  const table = el("table", undefined, "grid");
+  table.append(el("tr"));
+  table.firstChild.append(el("th", "item"), el("th", "score"), el("th", "verdict"), el("th", "error"));
+  for (const item of items) {
+    const row = el("tr");
+    row.append(el("td", item.item_id), el("td", fmt(item.score)), el("td", item.verdict || "–"), el("td", item.error || ""));
+    table.append(row);
+  }
+  panel.append(table);
+}
+
+startLive();

@@ -1,0 +1,81 @@
+"""The view in Debian's headless Chromium against the embedded stack: each page renders its key elements, and a
+live verdict appears within 1 s of being published. Screenshots are saved beside the test's temp files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from streams.client import GateClient
+from streams.embedded import free_port
+from tests.stack import DRIFT, Scenario
+from tests.streams.view.cdp import Browser, chromium
+
+pytestmark = pytest.mark.e2e
+
+
+def _view(scenario: Scenario, port: int) -> subprocess.Popen[str]:
+    env = {**os.environ, "DRIFT_DATABASE_URL": scenario.stack.database.url}
+    args = [
+        DRIFT,
+        "view",
+        "--port",
+        str(port),
+        "--broker",
+        scenario.stack.broker.bootstrap,
+        "--prefix",
+        scenario.prefix,
+    ]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.startswith("view: http://127.0.0.1:"), line
+    return process
+
+
+async def test_pages_render_and_a_live_verdict_appears_within_a_second(scenario: Scenario, tmp_path: Path) -> None:
+    binary = chromium()
+    if binary is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium): browser test skipped")
+    await scenario.create_topics()
+    scenario.worker(judge="offline").start()
+    port = free_port()
+    view = _view(scenario, port)
+    browser = Browser(binary, tmp_path / "profile")
+    try:
+        await browser.start()
+        await browser.goto(f"http://127.0.0.1:{port}/")
+        assert await browser.wait_for("document.getElementById('status').textContent === 'live: connected'")
+        assert await browser.evaluate("!document.getElementById('live-empty').classList.contains('hidden')")
+        async with GateClient(settings=scenario.settings, timeout_s=30) as gate:
+            await gate.check(agent_id=scenario.agent("warmup"), text="Warming up the stream.")
+            verdict = await gate.check(agent_id=scenario.agent("toby"), text="Please file the form in triplicate.")
+            published = time.monotonic()
+            row = f"document.querySelector('tr[data-draft=\"{verdict.draft_id}\"]') !== null"
+            assert await browser.wait_for(row, timeout_s=5)
+            elapsed = time.monotonic() - published
+        assert elapsed < 1.0, f"the verdict took {elapsed:.2f} s to appear"
+        await browser.evaluate(f"showVerdict('{verdict.draft_id}')")
+        assert await browser.wait_for("document.getElementById('verdict-detail').textContent.includes('attempt 1')")
+        await browser.screenshot(tmp_path / "live.png")
+
+        await browser.evaluate("document.getElementById('tab-agents').click()")
+        agent_row = (
+            f"[...document.querySelectorAll('#agents-table td')].some(td => td.textContent === '{verdict.agent_id}')"
+        )
+        assert await browser.wait_for(agent_row)
+        await browser.screenshot(tmp_path / "agents.png")
+
+        await browser.evaluate("document.getElementById('tab-runs').click()")
+        assert await browser.wait_for("document.getElementById('status').textContent.includes('format runs')")
+        assert await browser.evaluate("document.getElementById('eval-runs') !== null")
+        await browser.screenshot(tmp_path / "runs.png")
+        assert all((tmp_path / f"{name}.png").stat().st_size > 1000 for name in ("live", "agents", "runs"))
+    finally:
+        await browser.close()
+        view.terminate()
+        view.wait(timeout=20)
