@@ -29,7 +29,7 @@ import json
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -102,6 +102,9 @@ class SessionResult:
 
 
 OnEvent = Callable[[SessionResult, str, str], None]
+#: Called as each session finishes (an experiment stores it at once, so a killed run resumes from there).
+OnSession = Callable[[SessionResult], Awaitable[None]]
+ARMS = ("treatment", "control")
 
 
 @dataclass
@@ -116,6 +119,7 @@ class Simulation:
     run_prefix: str
     on_event: OnEvent = lambda _session, _kind, _line: None
     extraction_timeout_s: float = 120.0
+    on_session: OnSession | None = None
     _rendered: dict[str, str] = field(default_factory=dict, init=False, repr=False)
 
     def rendered(self, persona_id: str) -> str:
@@ -134,11 +138,28 @@ class Simulation:
         sessions = [_Session(self, plan, arm) for plan in plans]
         for session in sessions:
             await session.configure()
-        slots = asyncio.Semaphore(concurrency)
+        return await self._gather(sessions, asyncio.Semaphore(concurrency))
 
+    async def run_arms(
+        self, plans: Sequence[SessionPlan], concurrency: int = 8, arms: Sequence[str] = ARMS
+    ) -> dict[str, list[SessionResult]]:
+        """The same plans in every arm (identical agents and schedules), all sessions sharing ``concurrency``
+        slots; results by arm, each in plan order (session keys pair them across arms)."""
+        by_arm = {arm: [_Session(self, plan, arm) for plan in plans] for arm in arms}
+        for sessions in by_arm.values():
+            for session in sessions:
+                await session.configure()
+        slots = asyncio.Semaphore(concurrency)
+        results = await asyncio.gather(*(self._gather(sessions, slots) for sessions in by_arm.values()))
+        return dict(zip(by_arm, results, strict=True))
+
+    async def _gather(self, sessions: Sequence[_Session], slots: asyncio.Semaphore) -> list[SessionResult]:
         async def one(session: _Session) -> SessionResult:
             async with slots:
-                return await self._run(session, configure=False)
+                result = await self._run(session, configure=False)
+            if self.on_session is not None:
+                await self.on_session(result)
+            return result
 
         return list(await asyncio.gather(*(one(s) for s in sessions)))
 

@@ -14,7 +14,7 @@ from engine.simulation.plan import plan_sessions
 from engine.simulation.population import BUNDLED_TINY
 from engine.simulation.scenario import load_scenario
 from streams.payloads import DirectiveOut, Directives, Message, Verdict
-from streams.simulate import Simulation, export_jsonl
+from streams.simulate import SessionResult, Simulation, export_jsonl
 
 
 class FakeService:
@@ -106,3 +106,23 @@ async def test_parallel_agents_see_the_step_start_and_sessions_are_isolated() ->
         ids = {d["agent_id"] for d in service.drafts if d["run_id"] == result.run_id}
         assert ids == set(result.agents)  # agents are session-scoped
     assert len(service.steps) == 3 * 12
+
+
+async def test_both_arms_on_identical_schedules_with_a_callback_per_session() -> None:
+    service = FakeService()
+    sim = _simulation(service, ScriptedRules(drift_after=3))
+    done: list[tuple[str, str]] = []
+
+    async def stored(result: SessionResult) -> None:
+        done.append((result.arm, result.key))
+
+    sim.on_session = stored
+    plans = plan_sessions(sim.scenario, list(sim.personas), limit=2)
+    by_arm = await sim.run_arms(plans, concurrency=4)
+    assert [r.key for r in by_arm["treatment"]] == [r.key for r in by_arm["control"]] == [p.key for p in plans]
+    assert sorted(done) == sorted((arm, p.key) for arm in ("treatment", "control") for p in plans)
+    for treated, control in zip(by_arm["treatment"], by_arm["control"], strict=True):
+        assert [a.persona_id for a in treated.agents.values()] == [a.persona_id for a in control.agents.values()]
+        assert sum(a.retries for a in treated.agents.values()) > 0 == sum(a.retries for a in control.agents.values())
+    assert all(service.configs[a].needs_judge for r in by_arm["treatment"] for a in r.agents)
+    assert not any(service.configs[a].needs_judge for r in by_arm["control"] for a in r.agents)
