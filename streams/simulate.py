@@ -37,13 +37,14 @@ from typing import Any, Protocol
 import yaml
 
 from engine.actors.base import Actor, ActRequest
-from engine.errors import DriftError
+from engine.errors import ConfigurationError, DriftError
 from engine.llm.base import CompletionRequest, TextModel
 from engine.models import AgentConfig, Event, EventKind, Persona
+from engine.propositions.models import check_id
 from engine.simulation.plan import SessionPlan
 from engine.simulation.population import parse_json_object
 from engine.simulation.scenario import Scenario, render_prompt
-from streams.payloads import Directives, Message, Verdict
+from streams.payloads import MAX_ID_CHARS, Directives, Message, Verdict
 
 
 class Service(Protocol):
@@ -122,6 +123,12 @@ class Simulation:
     on_session: OnSession | None = None
     _rendered: dict[str, str] = field(default_factory=dict, init=False, repr=False)
 
+    def __post_init__(self) -> None:
+        try:
+            check_id(self.run_prefix, "run id")
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+
     def rendered(self, persona_id: str) -> str:
         """The persona as the judge sees it, rendered once per simulation."""
         text = self._rendered.get(persona_id)
@@ -188,6 +195,11 @@ class _Session:
         agents = {
             f"{self.run_id}.{p}": AgentResult(f"{self.run_id}.{p}", p, sim.personas[p].name) for p in plan.agent_ids
         }
+        longest = max([*agents, f"{self.run_id}.facilitator"], key=len)
+        if len(longest) > MAX_ID_CHARS:
+            raise ConfigurationError(
+                f"agent id {longest!r} is longer than {MAX_ID_CHARS} characters: use a shorter --run-id"
+            )
         self.result = SessionResult(self.run_id, plan.key, arm, plan.theme.id, agents)
         self.step_no = 0
         self.rng = random.Random(plan.seed)

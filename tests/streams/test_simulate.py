@@ -126,3 +126,18 @@ async def test_both_arms_on_identical_schedules_with_a_callback_per_session() ->
         assert sum(a.retries for a in treated.agents.values()) > 0 == sum(a.retries for a in control.agents.values())
     assert all(service.configs[a].needs_judge for r in by_arm["treatment"] for a in r.agents)
     assert not any(service.configs[a].needs_judge for r in by_arm["control"] for a in r.agents)
+
+
+async def test_run_ids_that_would_make_bad_agent_ids_are_refused() -> None:
+    import pytest
+
+    from engine.errors import ConfigurationError
+
+    sim = _simulation(FakeService(), ScriptedRules())
+    plans = plan_sessions(sim.scenario, list(sim.personas), limit=1)
+    with pytest.raises(ConfigurationError, match="shorter --run-id"):
+        await Simulation(sim.scenario, sim.personas, sim.actor, sim.extractor, sim.service, "r" * 120).run_sessions(
+            plans, "control"
+        )
+    with pytest.raises(ConfigurationError, match="not a valid id"):
+        Simulation(sim.scenario, sim.personas, sim.actor, sim.extractor, sim.service, "bad run id")
