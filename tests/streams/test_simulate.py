@@ -6,7 +6,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine.actors.scripted import DRIFT_MARKER, ScriptedActor, ScriptedListModel, ScriptedRules
+from engine.errors import ConfigurationError
 from engine.evaluation.messages import read_messages
 from engine.models import AgentConfig
 from engine.personas import load_population
@@ -129,10 +132,6 @@ async def test_both_arms_on_identical_schedules_with_a_callback_per_session() ->
 
 
 async def test_run_ids_that_would_make_bad_agent_ids_are_refused() -> None:
-    import pytest
-
-    from engine.errors import ConfigurationError
-
     sim = _simulation(FakeService(), ScriptedRules())
     plans = plan_sessions(sim.scenario, list(sim.personas), limit=1)
     with pytest.raises(ConfigurationError, match="shorter --run-id"):
