@@ -8,7 +8,8 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 
 class Dimension(StrEnum):
@@ -93,31 +94,69 @@ class TokenUsage:
 ZERO_USAGE = TokenUsage()
 
 
-class Persona(BaseModel):
-    """A persona spec: who an agent is. Loaded from ``propositions/personas/<agent_id>.yaml``."""
+#: A free-form persona value: text, a number, a list or a nested mapping (TinyTroupe-style specs).
+SpecValue = JsonValue
+#: A list field of a persona: items are text or mappings (a relationship, a dated fact), or a mapping of lists.
+SpecList = tuple[str | dict[str, SpecValue], ...] | dict[str, SpecValue]
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+#: Persona fields in the order :meth:`Persona.render` prints them; any other field follows in file order.
+PERSONA_ORDER: tuple[str, ...] = (
+    "age", "gender", "nationality", "residence", "education", "occupation", "personality", "style",
+    "beliefs", "preferences", "behaviours", "skills", "relationships",
+)  # fmt: skip
+
+
+class Persona(BaseModel):
+    """A persona spec: who an agent is (``propositions/personas/<agent_id>.yaml``, population files).
+
+    Only ``id`` and ``name`` are required. The named fields cover a TinyTroupe-style specification (age,
+    nationality, occupation with its description, personality with traits and Big Five, beliefs,
+    preferences, style, behaviours, skills, relationships); each may be text, a list or a nested mapping,
+    and any further field (``other_facts``, ``long_term_goals``…) is kept as given. The judge sees it all.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    __pydantic_extra__: dict[str, SpecValue] = Field(init=False)
 
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
-    personality: str = ""
-    style: str = ""
-    beliefs: tuple[str, ...] = ()
-    behaviours: tuple[str, ...] = ()
-    skills: tuple[str, ...] = ()
+    age: int | None = Field(None, ge=0, le=150)
+    gender: str = ""
+    nationality: str = ""
+    residence: SpecValue = ""
+    education: SpecValue = ""
+    occupation: SpecValue = Field("", description="A title, or a mapping with title, organization, description")
+    personality: SpecValue = Field("", description="Text, or a mapping with traits and big_five")
+    style: SpecValue = ""
+    beliefs: SpecList = ()
+    preferences: SpecList = ()
+    behaviours: SpecList = ()
+    skills: SpecList = ()
+    relationships: SpecList = ()
+
+    def spec(self) -> dict[str, Any]:
+        """The whole specification as plain data (named fields that are set, then the free-form ones)."""
+        data = self.model_dump(mode="json", exclude_defaults=True)
+        return {"id": self.id, "name": self.name, **{k: v for k, v in data.items() if k not in {"id", "name"}}}
 
     def render(self) -> str:
-        """The persona as plain text for a judge or a generator."""
+        """The whole persona as plain text for a judge or an actor: ``Title: value`` lines, nested as YAML."""
         lines = [f"Name: {self.name}"]
-        if self.personality:
-            lines.append(f"Personality: {self.personality}")
-        if self.style:
-            lines.append(f"Style: {self.style}")
-        for title, items in (("Beliefs", self.beliefs), ("Behaviours", self.behaviours), ("Skills", self.skills)):
-            if items:
-                lines.append(f"{title}:")
-                lines.extend(f"- {item}" for item in items)
+        spec = self.spec()
+        keys = [k for k in PERSONA_ORDER if k in spec] + [k for k in spec if k not in PERSONA_ORDER]
+        for key in keys:
+            if key not in {"id", "name"}:
+                lines.extend(_render_field(key.replace("_", " ").capitalize(), spec[key]))
         return "\n".join(lines)
+
+
+def _render_field(title: str, value: Any) -> list[str]:
+    if isinstance(value, str | int | float | bool):
+        return [f"{title}: {value}"]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [f"{title}:", *(f"- {item}" for item in value)]
+    dumped = yaml.safe_dump(value, sort_keys=False, allow_unicode=True, default_flow_style=False, width=110)
+    return [f"{title}:", *("  " + line for line in dumped.rstrip().splitlines())]
 
 
 class AgentConfig(BaseModel):

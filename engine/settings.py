@@ -66,6 +66,9 @@ class Settings:
     openai_base_url: str = "http://127.0.0.1:8000/v1"
     openai_model: str = "local"
     judge_deadline_s: float = 5.0
+    actor: str = ""  # empty: anthropic when ANTHROPIC_API_KEY is set, else scripted (simulations)
+    actor_deadline_s: float = 60.0  # one actor/text-model completion, retries included
+    actor_concurrency: int = 32  # text-model calls in flight per process
     judge_concurrency: int = 64
     gate_parallel: bool = True
     sinks: bool = True  # run the Postgres sinks inside the worker (false: run `drift sinks` separately)
@@ -138,6 +141,11 @@ class Settings:
     def database(self) -> str:
         """The database URL: the configured one, else the embedded database ``drift up`` starts."""
         return self.database_url or embedded_database_url(self.data_dir)
+
+    def effective_actor(self) -> str:
+        if self.actor:
+            return self.actor
+        return "anthropic" if self.anthropic_api_key else "scripted"
 
     def effective_judge(self) -> str:
         if self.judge:

@@ -19,6 +19,7 @@ from engine.formats.plexus.model import Scorecard as PlexusScorecard
 from engine.interventions.schema import InterventionFileModel
 from engine.models import Persona
 from engine.propositions import PropositionFile
+from engine.simulation.scenario import Scenario
 from streams.payloads import TOPIC_MODELS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +35,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "schemas/plexus-score.schema.json": PlexusScore,
     "schemas/plexus-scorecard.schema.json": PlexusScorecard,
     "schemas/agentv-eval.schema.json": AgentVEvalFile,
+    "schemas/scenario.schema.json": Scenario,
     **{f"schemas/topics/{topic}.schema.json": model for topic, model in TOPIC_MODELS.items()},
 }
 

@@ -25,7 +25,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from engine.errors import ConfigurationError, PayloadError, ReplyTimeout
 from engine.settings import Settings
 from streams.kafka import client_kwargs, consumer_kwargs, start_with_retry
-from streams.payloads import Directives, Draft, Message, Step, Verdict, decode, encode
+from streams.payloads import AgentConfigChange, Directives, Draft, Message, Step, Verdict, decode, encode
 from streams.topics import Topics
 
 #: Turns the gate's feedback into the next attempt's text; None means the agent chooses silence (skip).
@@ -190,6 +190,14 @@ class GateClient:
             self.timeout_s if timeout_s is None else timeout_s,
         )
         return directives
+
+    async def publish_config(self, agent_id: str, config: dict[str, Any]) -> None:
+        """Announce an agent's full configuration on ``agent-config`` (workers apply it at once; nothing is
+        stored in the database: use ``drift config set`` or the store for that)."""
+        if self._producer is None:
+            raise ConfigurationError("the client is not started: use 'async with GateClient(...) as gate'")
+        change = AgentConfigChange(agent_id=agent_id, config=config)
+        await self._producer.send_and_wait(self.topics.agent_config, encode(change), key=agent_id.encode())
 
     async def publish_message(self, message: Message) -> None:
         """Publish a committed event (a stimulus, or an action that bypassed the gate) to the history."""

@@ -25,7 +25,7 @@ def content_hash(pset: PropositionSet, persona: Persona | None) -> str:
     """sha256 over the merged proposition set and, when the judge sees it, the persona."""
     payload: dict[str, Any] = {"propositions": pset.model_dump(mode="json", exclude={"sources", "agent_id"})}
     if pset.include_personas and persona is not None:
-        payload["persona"] = persona.model_dump(mode="json")
+        payload["persona"] = persona.spec()  # the fields that are set: new optional fields leave old hashes alone
     return _digest(payload)
 
 

@@ -28,6 +28,9 @@ KIND_PROVIDERS: tuple[str, ...] = (
     "engine.formats.registry:PERSONA",
     "engine.formats.metareason.kind:KIND",
     "engine.formats.agentv.kind:KIND",
+    "engine.simulation.scenario:KIND",
+    "engine.simulation.profiles:KIND",
+    "engine.personas:FRAGMENT_KIND",
 )
 
 

@@ -35,11 +35,43 @@ def validate_document(document: Document, model: type[M], what: str = "file") ->
     try:
         return model.model_validate(document.data), []
     except ValidationError as exc:
-        return None, [_issue(document, model, error) for error in exc.errors(include_url=False)]
+        return None, _most_precise([_issue(document, model, error) for error in exc.errors(include_url=False)])
+
+
+def _most_precise(issues: list[FileIssue]) -> list[FileIssue]:
+    """One issue per field; a union's "wrong type" at ``a`` gives way to its member's finding at ``a.0``."""
+    paths = {issue.path for issue in issues}
+    kept: dict[str, FileIssue] = {}
+    for issue in issues:
+        deeper = any(other.startswith(f"{issue.path}.") for other in paths) if issue.path else False
+        if not deeper:
+            kept.setdefault(issue.path, issue)
+    return list(kept.values())
+
+
+#: Names pydantic puts in an error location for the member of a union that failed (not keys of the file).
+_UNION_MEMBERS = frozenset({"str", "int", "float", "bool", "none", "list", "dict", "tuple"})
+
+
+def data_path(data: Any, loc: tuple[int | str, ...]) -> FieldPath:
+    """``loc`` without the union-member tags pydantic adds (``skills.tuple[...].0`` → ``skills.0``)."""
+    path: list[int | str] = []
+    for part in loc:
+        present = (isinstance(data, dict) and part in data) or (
+            isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data)
+        )
+        if present:
+            data = data[part]
+        elif isinstance(part, str) and ("[" in part or part in _UNION_MEMBERS):
+            continue
+        else:
+            data = None
+        path.append(part)
+    return tuple(path)
 
 
 def _issue(document: Document, model: type[BaseModel], error: ErrorDetails) -> FileIssue:
-    path: FieldPath = tuple(error["loc"])
+    path: FieldPath = data_path(document.data, tuple(error["loc"]))
     kind = error["type"]
     if kind == "missing":
         return document.issue(path, "required key is missing")

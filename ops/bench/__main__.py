@@ -92,6 +92,17 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         "≤ 1.3",
         lambda r: r["agentv_vs_ideal"] <= 1.3,
     ),
+    "sim_overhead_per_turn_ms": ("simulation overhead per agent turn, 20 sessions, 200 ms scripted actor", "—", None),
+    "sim_overhead_per_step_ms": (
+        "the same per step (one step and one verdict round trip after the slowest actor)",
+        "—",
+        None,
+    ),
+    "sim_overhead_vs_actor": (
+        "overhead per agent turn ÷ actor latency",
+        "≤ 0.10",
+        lambda r: r["sim_overhead_vs_actor"] <= 0.10,
+    ),
 }
 
 
@@ -129,7 +140,7 @@ def main() -> None:
     """Each benchmark runs in a fresh interpreter: a microbenchmark timed inside a process that has imported
     Faust and the Kafka clients pays for their larger heap in garbage collection (measured: ~60% slower)."""
     started = time.monotonic()
-    for name in ("checks", "gate", "steps", "metareason", "plexus", "agentv"):
+    for name in ("checks", "gate", "steps", "metareason", "plexus", "agentv", "simulate"):
         print(f"== {name}", flush=True)
         subprocess.run([sys.executable, "-m", f"ops.bench.{name}"], check=True)
     results = json.loads(RESULTS_PATH.read_text(encoding="utf-8"))

@@ -44,6 +44,8 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("metareason", "metareason", "app"),
     ("plexus", "plexus", "app"),
     ("agentv", "agentv", "app"),
+    ("population", "population", "app"),
+    ("simulate", None, "app"),
 )
 
 

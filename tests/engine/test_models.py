@@ -208,7 +208,13 @@ def test_empty_sections_are_left_out(make_persona: PersonaFactory) -> None:
     assert "Beliefs" not in text and "Personality" not in text and "Skills:\n- Karate" in text
 
 
-@pytest.mark.parametrize("fields", [{"name": ""}, {"id": ""}, {"hobbies": ["paper"]}])
+@pytest.mark.parametrize("fields", [{"name": ""}, {"id": ""}, {"age": -1}, {"hobbies": {1, 2}}])
 def test_persona_validation(fields: dict[str, Any], make_persona: PersonaFactory) -> None:
     with pytest.raises(ValidationError):
         make_persona(**fields)
+
+
+def test_free_form_persona_fields_are_kept_and_rendered(make_persona: PersonaFactory) -> None:
+    persona = make_persona(hobbies=["paper"], routines={"morning": "beet farm"})
+    assert persona.spec()["hobbies"] == ["paper"]
+    assert "Hobbies:\n- paper" in persona.render() and "morning: beet farm" in persona.render()

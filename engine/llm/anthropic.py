@@ -1,0 +1,102 @@
+"""A :class:`~engine.llm.base.TextModel` over the Anthropic Messages API, through the official SDK.
+
+The SDK's own retries are off (``max_retries=0``): :class:`engine.llm.policed.PolicedTextModel` applies the
+judges' call policy. The system text is one block marked ``cache_control: ephemeral`` (a persona's actor
+prompt repeats on every turn). The API key comes only from the ``api_key`` argument and never appears in the
+name, repr, errors or logs.
+"""
+
+from __future__ import annotations
+
+import random
+
+import anthropic
+from anthropic.types import (
+    AssistantMessageParam,
+    CacheControlEphemeralParam,
+    MessageParam,
+    TextBlock,
+    TextBlockParam,
+    UserMessageParam,
+)
+
+from engine.errors import ConfigurationError, JudgeError
+from engine.judges.llm import CallPolicy, TransientCallError, parse_retry_after
+from engine.llm.base import CompletionRequest
+from engine.llm.policed import PolicedTextModel
+from engine.models import TokenUsage
+from engine.settings import DEFAULT_ANTHROPIC_MODEL
+
+_RETRYABLE_TYPES = {"overloaded_error", "rate_limit_error", "api_error"}
+_CACHED = CacheControlEphemeralParam(type="ephemeral")
+
+
+class AnthropicTextModel(PolicedTextModel):
+    """Claude through ``anthropic.AsyncAnthropic``; ``base_url`` points it at a compatible server."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str = DEFAULT_ANTHROPIC_MODEL,
+        base_url: str | None = None,
+        policy: CallPolicy | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        if not api_key:
+            raise ConfigurationError("the Anthropic text model needs an API key (ANTHROPIC_API_KEY is not set)")
+        policy = policy or CallPolicy(deadline_s=60.0)
+        super().__init__(f"anthropic:{model}", policy, rng=rng)
+        self._model = model
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=policy.deadline_s
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def _send(self, request: CompletionRequest) -> tuple[str, TokenUsage]:
+        system = [TextBlockParam(type="text", text=request.system, cache_control=_CACHED)] if request.system else []
+        messages: list[MessageParam] = [
+            UserMessageParam(role="user", content=m.content)
+            if m.role == "user"
+            else AssistantMessageParam(role="assistant", content=m.content)
+            for m in request.messages
+        ]
+        try:
+            message = await self._client.messages.create(
+                model=self._model,
+                max_tokens=request.max_tokens,
+                system=system,
+                messages=messages,
+                extra_body={"temperature": request.temperature},
+            )
+        except anthropic.APIStatusError as error:
+            raise self._status_error(error) from None
+        except anthropic.APIConnectionError as error:
+            raise TransientCallError(f"connection failed ({type(error).__name__})") from None
+        except anthropic.AnthropicError as error:
+            raise JudgeError(f"{self.name}: the API call failed ({type(error).__name__})") from None
+        except ValueError as error:  # a truncated or non-JSON body: the SDK's decoder fails
+            raise TransientCallError(f"malformed response ({type(error).__name__})") from None
+        text = "".join(block.text for block in message.content if isinstance(block, TextBlock))
+        usage = message.usage
+        return text, TokenUsage(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_input_tokens=usage.cache_read_input_tokens or 0,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
+        )
+
+    def _status_error(self, error: anthropic.APIStatusError) -> JudgeError:
+        status = error.status_code
+        body = error.body
+        kind = (
+            body.get("error", {}).get("type")
+            if isinstance(body, dict) and isinstance(body.get("error"), dict)
+            else None
+        )
+        reason = f"HTTP {status}" + (f" {kind}" if kind else "")
+        if status == 429 or status >= 500 or kind in _RETRYABLE_TYPES:
+            return TransientCallError(reason, parse_retry_after(error.response.headers.get("retry-after")))
+        return JudgeError(f"{self.name}: the API refused the request ({reason})")

@@ -1,0 +1,77 @@
+"""Build a text model from a spec string (``--actor`` for population generation and extraction).
+
+Specs: ``anthropic[:MODEL]``, ``openai-compatible[:MODEL]`` (``DRIFT_OPENAI_BASE_URL``, optional
+``OPENAI_API_KEY``), ``scripted[:RULES.yaml]``, or empty for :meth:`Settings.effective_actor` (anthropic when
+``ANTHROPIC_API_KEY`` is set, else scripted). Provider models share the judges' call policy with the actor
+deadline and concurrency (``DRIFT_ACTOR_DEADLINE_S``, ``DRIFT_ACTOR_CONCURRENCY``). What ``scripted`` means
+depends on the job, so the caller passes its own scripted model; ``scripted:RULES.yaml`` is a
+:class:`~engine.llm.scripted.ScriptedTextModel` rules file (``rules: [{pattern, reply | replies}]``,
+``default``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from engine.errors import ConfigurationError, PropositionFileError
+from engine.judges.llm import CallPolicy
+from engine.llm.anthropic import AnthropicTextModel
+from engine.llm.base import TextModel
+from engine.llm.openai_compat import OpenAICompatibleTextModel
+from engine.llm.scripted import ScriptedRule, ScriptedTextModel
+from engine.propositions.yamlsource import read_yaml
+from engine.settings import Settings
+
+ACTOR_CHOICES = ("anthropic[:MODEL]", "openai-compatible[:MODEL]", "scripted[:RULES.yaml]")
+
+
+def split_spec(spec: str, settings: Settings) -> tuple[str, str]:
+    kind, _, argument = (spec.strip() or settings.effective_actor()).partition(":")
+    if kind not in {"anthropic", "openai-compatible", "scripted"}:
+        raise ConfigurationError(f"unknown actor {spec!r}; choose one of {', '.join(ACTOR_CHOICES)}")
+    return kind, argument
+
+
+def make_text_model(
+    spec: str,
+    settings: Settings,
+    *,
+    scripted: Callable[[], TextModel] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> TextModel:
+    """The text model named by ``spec``; plain ``scripted`` is ``scripted()`` (the caller's deterministic model)."""
+    kind, argument = split_spec(spec, settings)
+    policy = CallPolicy(deadline_s=settings.actor_deadline_s, concurrency=settings.actor_concurrency)
+    env = os.environ if environ is None else environ
+    if kind == "anthropic":
+        if not settings.anthropic_api_key:
+            raise ConfigurationError("ANTHROPIC_API_KEY is not set: export it, or choose --actor scripted")
+        return AnthropicTextModel(api_key=settings.anthropic_api_key, model=argument or settings.anthropic_model,
+                                  base_url=settings.anthropic_base_url, policy=policy)  # fmt: skip
+    if kind == "openai-compatible":
+        return OpenAICompatibleTextModel(base_url=settings.openai_base_url, model=argument or settings.openai_model,
+                                         api_key=env.get("OPENAI_API_KEY") or None, policy=policy)  # fmt: skip
+    if argument:
+        return scripted_rules_model(Path(argument).expanduser())
+    if scripted is None:
+        raise ConfigurationError("this command has no built-in scripted model: use scripted:RULES.yaml")
+    return scripted()
+
+
+def scripted_rules_model(path: Path) -> ScriptedTextModel:
+    """A :class:`ScriptedTextModel` from a YAML file: ``default`` and ``rules: [{pattern, reply|replies}]``."""
+    document = read_yaml(path)
+    data = document.data
+    if document.issues:
+        raise PropositionFileError(list(document.issues))
+    if not isinstance(data, dict) or not isinstance(data.get("rules", []), list):
+        raise PropositionFileError([document.issue((), "expected a mapping with 'rules' (a list) and 'default'")])
+    rules = []
+    for i, rule in enumerate(data.get("rules", [])):
+        replies = rule.get("replies", [rule.get("reply")]) if isinstance(rule, dict) else None
+        if not isinstance(rule, dict) or not isinstance(rule.get("pattern"), str) or not replies or None in replies:
+            raise PropositionFileError([document.issue(("rules", i), "needs 'pattern' and 'reply' or 'replies'")])
+        rules.append(ScriptedRule(rule["pattern"], tuple(str(r) for r in replies)))
+    return ScriptedTextModel(rules, default=str(data.get("default", "")), label=path.name)
