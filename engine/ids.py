@@ -1,6 +1,6 @@
 """The one rule for identifiers a user or an orchestrator chooses (agent ids above all).
 
-An id is 1 to :data:`MAX_ID_CHARS` characters (the wire payloads' limit, ``streams.payloads``) with no control
+An id is 1 to :data:`MAX_ID_CHARS` characters (the wire payloads' limit, ``streams.wire.payloads``) with no control
 character: PostgreSQL ``text`` cannot hold NUL, and a line break in an id would split the one-line messages
 the CLI prints. Anything else (spaces, dots, non-ASCII letters) is allowed, as on the wire.
 """

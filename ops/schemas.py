@@ -20,7 +20,7 @@ from engine.interventions.schema import InterventionFileModel
 from engine.models import Persona
 from engine.propositions import PropositionFile
 from engine.simulation.scenario import Scenario
-from streams.payloads import TOPIC_MODELS
+from streams.wire.payloads import TOPIC_MODELS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ID_PREFIX = "urn:persona-drift:"

@@ -20,7 +20,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from engine.settings import Settings
 from streams.embedded import EmbeddedBroker, EmbeddedDatabase, WorkerProcess, free_port
-from streams.kafka import create_topics
+from streams.wire.kafka import create_topics
 
 REPO = Path(__file__).resolve().parents[1]
 DRIFT = str(Path(sys.executable).parent / "drift")

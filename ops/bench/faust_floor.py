@@ -15,8 +15,8 @@ import faust
 from aiokafka import AIOKafkaProducer
 
 from engine.settings import Settings
-from streams.app import faust_app, raw_topic
-from streams.runner import _new_loop
+from streams.worker.app import faust_app, raw_topic
+from streams.worker.runner import _new_loop
 
 OUTPUTS = ("verdicts", "correction-logs", "messages")
 

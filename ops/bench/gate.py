@@ -29,9 +29,9 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from engine.settings import Settings
 from ops.bench.common import RESULTS_PATH, merge_results
 from streams.embedded import EmbeddedStack, WorkerProcess, free_port, start_stack
-from streams.kafka import create_topics
-from streams.payloads import CorrectionLog
 from streams.store import Store
+from streams.wire.kafka import create_topics
+from streams.wire.payloads import CorrectionLog
 
 AGENTS = 200
 WORDS = ("paper", "beets", "sales", "client", "party", "memo", "stapler", "jello", "branch", "quota", "printer",

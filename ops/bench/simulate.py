@@ -29,10 +29,10 @@ from engine.simulation.population import BUNDLED_TINY
 from engine.simulation.scenario import load_scenario
 from ops.bench.common import RESULTS_PATH, machine_info, merge_results
 from streams.client import GateClient
+from streams.client.simulate import SessionResult, Simulation
 from streams.embedded import WorkerProcess, free_port, start_stack
-from streams.kafka import create_topics
-from streams.simulate import SessionResult, Simulation
 from streams.store import Store
+from streams.wire.kafka import create_topics
 
 SESSIONS = 20
 ACTOR_MS = 200.0

@@ -22,9 +22,9 @@ from engine.settings import Settings
 from ops.bench.common import RESULTS_PATH, machine_info, merge_results
 from streams.client import GateClient
 from streams.embedded import WorkerProcess, free_port, start_stack
-from streams.kafka import create_topics
-from streams.payloads import Message
 from streams.store import Store
+from streams.wire.kafka import create_topics
+from streams.wire.payloads import Message
 
 AGENTS = 50
 HISTORY = 5

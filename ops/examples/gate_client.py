@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from engine.errors import DriftError
 from streams.client import GateClient
-from streams.payloads import Verdict
+from streams.wire.payloads import Verdict
 
 REWRITES = (
     "Okay, real talk: I am thrilled about these numbers and I want everyone in the conference room now!",

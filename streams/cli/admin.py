@@ -24,8 +24,8 @@ def topics_create(
     partitions: Annotated[int, typer.Option(min=1, help="Partitions per topic.")] = 3,
 ) -> None:
     """Create every topic (and the tables' changelogs) up front; existing topics are left alone."""
-    from streams.kafka import create_topics
-    from streams.topics import all_topics
+    from streams.wire.kafka import create_topics
+    from streams.wire.topics import all_topics
 
     settings = settings_from(broker=broker, prefix=prefix)
     created = run(create_topics(settings, partitions=partitions))
@@ -103,7 +103,7 @@ def config_set(
     The agent id, the keys and every value (each has bounds) are checked before anything is written."""
     from engine.config_changes import validated_change
     from engine.models import AgentConfig
-    from streams.client_admin import publish_config
+    from streams.client.admin import publish_config
     from streams.store import Store
 
     settings = settings_from(database=database, broker=broker, prefix=prefix)

@@ -11,7 +11,7 @@ import typer
 from streams.cli.common import DatabaseOpt, PropositionsOpt, run, settings_from
 
 if TYPE_CHECKING:
-    from streams.store_agents import StoredAgent
+    from streams.store.agents import StoredAgent
 
 app = typer.Typer(help="Agents: which ids have a persona, a stored configuration, recorded messages.")
 
@@ -46,7 +46,7 @@ def agents_list(
 
 async def _stored(url: str) -> list[StoredAgent]:
     from streams.store import Store
-    from streams.store_agents import stored_agents
+    from streams.store.agents import stored_agents
 
     async with await Store.connect(url) as store:
         return await stored_agents(store)

@@ -228,7 +228,7 @@ def _emit(outcomes: list[Any], runs: list[Any], output_format: str) -> dict[str,
 
 async def _record(url: str, runs: list[Any]) -> None:
     from streams.store import Store
-    from streams.store_formats import PostgresRunRecorder
+    from streams.store.formats import PostgresRunRecorder
 
     async with await Store.connect(url) as store:
         recorder = PostgresRunRecorder(store)

@@ -15,7 +15,7 @@ import typer
 from streams.cli.common import BrokerOpt, PrefixOpt, run, settings_from
 
 if TYPE_CHECKING:
-    from streams.payloads import Verdict
+    from streams.wire.payloads import Verdict
 
 app = typer.Typer()
 

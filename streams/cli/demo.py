@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from engine.models import Event
     from engine.settings import Settings
     from streams.client import GateClient
-    from streams.payloads import Verdict
+    from streams.wire.payloads import Verdict
 
 app = typer.Typer()
 
@@ -54,7 +54,7 @@ def demo(
     from rich.console import Console
 
     from engine.evaluation.messages import read_messages
-    from streams.shutdown import interrupts_abort, kill_all
+    from streams.worker.shutdown import interrupts_abort, kill_all
 
     console = Console()
     events = read_messages(conversation).events
@@ -79,8 +79,8 @@ def demo(
 
 
 async def _prepare(settings: Settings, events: tuple[Event, ...]) -> None:
-    from streams.kafka import create_topics
     from streams.store import Store
+    from streams.wire.kafka import create_topics
 
     async with await Store.connect(settings.database()) as store:
         await store.migrate()
@@ -124,7 +124,7 @@ def _resubmit(text: str) -> Callable[[str], str]:
 
 
 async def _publish_stimulus(gate: GateClient, event: Event, n: int) -> None:
-    from streams.payloads import Message
+    from streams.wire.payloads import Message
 
     await gate.publish_message(
         Message(message_id=f"demo-stimulus-{n}", agent_id=event.agent_id, agent_name=event.agent_name,

@@ -218,7 +218,7 @@ async def _record(result: FormatRun, settings: Settings) -> None:
     if not settings.database_url:
         return
     from streams.store import Store
-    from streams.store_formats import PostgresRunRecorder
+    from streams.store.formats import PostgresRunRecorder
 
     async with await Store.connect(settings.database_url) as store:
         await PostgresRunRecorder(store).record(result)

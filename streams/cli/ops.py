@@ -16,7 +16,7 @@ from streams.cli.common import BrokerOpt, DatabaseOpt, PrefixOpt, run, settings_
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from streams.tail import TailRecord
+    from streams.client.tail import TailRecord
 
 app = typer.Typer()
 
@@ -36,7 +36,7 @@ def tail(
     """Follow a gate output topic live: one line per record (agent, decision/outcome, scores). Ctrl-C stops."""
     from rich.console import Console
 
-    from streams.tail import render, tail, topic_for
+    from streams.client.tail import render, tail, topic_for
 
     settings = settings_from(broker=broker, prefix=prefix)
     topic = topic_for(settings, kind)
@@ -87,8 +87,8 @@ def replay(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from streams.replay import load_agent_configs, parse_time
-    from streams.replay import replay as replay_drafts
+    from streams.client.replay import load_agent_configs, parse_time
+    from streams.client.replay import replay as replay_drafts
 
     settings = settings_from(broker=broker, database=database)
     configs = load_agent_configs(config) if config is not None else None
@@ -135,7 +135,7 @@ def stats(
 
     settings = settings_from(database=database)
     if from_database or database is not None:
-        from streams.replay import parse_time
+        from streams.client.replay import parse_time
 
         snapshot = run(_database_snapshot(settings.database(), agent, parse_time(since) if since else None))
         source = "database (correction_logs)"

@@ -202,7 +202,7 @@ def evaluate(
 
 async def _record(result: FormatRun, url: str) -> None:
     from streams.store import Store
-    from streams.store_formats import PostgresRunRecorder
+    from streams.store.formats import PostgresRunRecorder
 
     async with await Store.connect(url, max_size=2) as store:
         await store.migrate()

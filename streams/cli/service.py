@@ -34,8 +34,8 @@ def _say(line: str) -> None:
 
 async def _prepare(settings: Settings, partitions: int) -> None:
     """Migrations and topics, before the worker starts."""
-    from streams.kafka import create_topics
     from streams.store import Store
+    from streams.wire.kafka import create_topics
 
     async with await Store.connect(settings.database()) as store:
         await store.migrate()
@@ -49,7 +49,7 @@ def _start_embedded(
 
     Returns the settings pointing at them and a callable that kills both at once (a second Ctrl-C)."""
     from streams.embedded import start_broker, start_database
-    from streams.shutdown import kill_all
+    from streams.worker.shutdown import kill_all
 
     kills: list[Callable[[], None]] = []
     if database is None and not settings.database_url:
@@ -84,8 +84,8 @@ def up(
     """
     from engine.judges.factory import make_judge
     from engine.library import PropositionLibrary
-    from streams.runner import run_worker
-    from streams.shutdown import interrupts_abort
+    from streams.worker.runner import run_worker
+    from streams.worker.shutdown import interrupts_abort
 
     settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions,
                              data_dir=data_dir)  # fmt: skip
@@ -119,7 +119,7 @@ def worker(
     """Run a gate worker against the configured broker and database (scale out by running several)."""
     from engine.judges.factory import make_judge
     from engine.library import PropositionLibrary
-    from streams.runner import run_worker
+    from streams.worker.runner import run_worker
 
     settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions)
     if not sinks:
@@ -138,9 +138,9 @@ def sinks_command(broker: BrokerOpt = None, database: DatabaseOpt = None, prefix
     import asyncio
     import signal
 
-    from streams.shutdown import abort
-    from streams.sinks import run_sinks
+    from streams.services.sinks import run_sinks
     from streams.store import Store
+    from streams.worker.shutdown import abort
 
     settings = settings_from(broker=broker, database=database, prefix=prefix)
 

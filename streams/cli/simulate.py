@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from engine.settings import Settings
-    from streams.simulate import SessionResult, Simulation
+    from streams.client.simulate import SessionResult, Simulation
 
 app = typer.Typer()
 
@@ -83,8 +83,8 @@ def _run_embedded(
     settings: Settings, options: dict[str, Any], console: Console
 ) -> tuple[list[SessionResult], Simulation]:
     from streams.embedded import WorkerProcess, free_port, start_stack
-    from streams.kafka import create_topics
     from streams.store import Store
+    from streams.wire.kafka import create_topics
 
     stack = start_stack()
     settings = settings.with_(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix="sim.")
@@ -122,7 +122,7 @@ async def _run(settings: Settings, options: dict[str, Any], console: Console) ->
     from engine.simulation.population import BUNDLED_TINY
     from engine.simulation.scenario import load_scenario
     from streams.client import GateClient
-    from streams.simulate import Simulation, export_session
+    from streams.client.simulate import Simulation, export_session
 
     scenario = load_scenario(options["scenario"])
     personas = load_population(options["population"] or BUNDLED_TINY, scenario.population.fragments)

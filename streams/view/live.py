@@ -18,8 +18,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from engine.errors import PayloadError
 from engine.settings import Settings
-from streams.kafka import consumer_kwargs, start_with_retry
-from streams.payloads import Verdict, decode
+from streams.wire.kafka import consumer_kwargs, start_with_retry
+from streams.wire.payloads import Verdict, decode
 
 log = logging.getLogger(__name__)
 

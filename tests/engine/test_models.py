@@ -39,7 +39,7 @@ SEED_001_DEFAULTS: dict[str, Any] = {
     "repetition_threshold": 0.3,
 }
 
-MIGRATION = Path(__file__).resolve().parents[2] / "streams" / "migrations" / "001_initial.sql"
+MIGRATION = Path(__file__).resolve().parents[2] / "streams" / "store" / "migrations" / "001_initial.sql"
 _COLUMN = re.compile(r"^\s*(\w+)\s+(boolean|real|integer)\s+NOT NULL DEFAULT ([\w.]+),?$")
 
 usages = st.builds(TokenUsage, *(st.integers(0, 10**9) for _ in range(4)))

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from streams.cli.agentv import app
 from streams.store import Store
-from streams.store_formats import PostgresRunRecorder
+from streams.store.formats import PostgresRunRecorder
 from tests.stack import Stack
 from tests.streams.cli.test_agentv_cli import RUN
 

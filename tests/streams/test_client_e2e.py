@@ -14,9 +14,9 @@ import pytest
 
 from engine.errors import ConfigurationError, ReplyTimeout
 from streams.client import GateClient
-from streams.client_admin import publish_config
-from streams.kafka import create_topics
+from streams.client.admin import publish_config
 from streams.store import Store
+from streams.wire.kafka import create_topics
 from tests.stack import REPO, Scenario, Stack
 
 pytestmark = pytest.mark.e2e

@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 
 from engine.models import AgentConfig
-from streams.configs import ConfigCache
-from streams.lanes import GateLane
+from streams.services.configs import ConfigCache
+from streams.worker.lanes import GateLane
 from tests.streams.test_lanes import FakeRuntime, Record
 
 CHECKED = AgentConfig(gate_adherence_enabled=True)
@@ -88,8 +88,8 @@ async def test_an_unreachable_database_at_start_is_waited_for_and_reported() -> 
     from types import SimpleNamespace
 
     from engine.settings import Settings
-    from streams.app import open_store
     from streams.embedded import free_port
+    from streams.worker.app import open_store
 
     url = f"postgresql://drift@127.0.0.1:{free_port()}/drift"  # nothing listens there
     rt = SimpleNamespace(settings=Settings(database_url=url), store=None, waiting_for="starting",

@@ -18,9 +18,9 @@ from engine.models import Dimension
 from engine.propositions import load_set
 from engine.settings import BUNDLED_PROPOSITIONS
 from streams.client import GateClient
-from streams.evaluations import schedule_evaluations
-from streams.payloads import EvaluationRequest, Message
+from streams.services.evaluations import schedule_evaluations
 from streams.store import PostgresEvaluationStore, Store
+from streams.wire.payloads import EvaluationRequest, Message
 from tests.stack import DRIFT, Scenario, eventually, read_topic
 
 pytestmark = pytest.mark.e2e

@@ -8,9 +8,9 @@ import orjson
 
 from engine.gate import AttemptResult, Decision, DimensionCheck, GateDecision, Outcome, SimilarityCheck
 from engine.models import Dimension, TokenUsage
-from streams.dispatch import KeyedDispatcher
-from streams.gate import build_log, build_verdict, committed_message, remember_commit, utcnow_iso
-from streams.payloads import CorrectionLog, Draft, Message, Verdict
+from streams.runtime.dispatch import KeyedDispatcher
+from streams.services.gate import build_log, build_verdict, committed_message, remember_commit, utcnow_iso
+from streams.wire.payloads import CorrectionLog, Draft, Message, Verdict
 
 
 def make_draft(**changes: object) -> Draft:
@@ -83,8 +83,8 @@ async def test_a_redelivered_draft_is_not_compared_with_its_own_commit() -> None
     from engine.library import PropositionLibrary
     from engine.models import AgentConfig
     from engine.settings import BUNDLED_PROPOSITIONS, Settings
-    from streams.configs import ConfigCache
-    from streams.gate import GateDeps, judge_attempt
+    from streams.services.configs import ConfigCache
+    from streams.services.gate import GateDeps, judge_attempt
 
     async def send(topic: str, key: bytes, value: bytes | None, partition: int | None = None) -> asyncio.Future[object]:
         raise AssertionError("judge_attempt sends nothing")

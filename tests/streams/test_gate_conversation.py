@@ -14,9 +14,9 @@ from engine.library import PropositionLibrary
 from engine.models import AgentConfig, EventKind
 from engine.prompts import build_prompt
 from engine.settings import BUNDLED_PROPOSITIONS, Settings
-from streams.configs import ConfigCache
-from streams.gate import GateDeps, judge_attempt, process_draft
-from streams.payloads import Draft, Message
+from streams.services.configs import ConfigCache
+from streams.services.gate import GateDeps, judge_attempt, process_draft
+from streams.wire.payloads import Draft, Message
 
 CONFIG = AgentConfig(gate_suitability_enabled=True, gate_consistency_enabled=True)
 

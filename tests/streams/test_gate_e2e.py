@@ -13,9 +13,9 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from streams.client import GateClient
-from streams.client_admin import publish_config
-from streams.payloads import Message
+from streams.client.admin import publish_config
 from streams.store import Store
+from streams.wire.payloads import Message
 from tests.stack import DRIFT, Scenario, eventually, read_topic
 
 pytestmark = pytest.mark.e2e

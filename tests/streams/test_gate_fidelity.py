@@ -12,9 +12,9 @@ from engine.judges.scripted import ScriptedJudge
 from engine.library import PropositionLibrary
 from engine.models import AgentConfig
 from engine.settings import BUNDLED_PROPOSITIONS, Settings
-from streams.configs import ConfigCache
-from streams.gate import GateDeps, committed_actions, process_draft, remember_commit
-from streams.payloads import CorrectionLog, Draft, Verdict
+from streams.services.configs import ConfigCache
+from streams.services.gate import GateDeps, committed_actions, process_draft, remember_commit
+from streams.wire.payloads import CorrectionLog, Draft, Verdict
 
 Sent = list[tuple[str, dict[str, Any]]]
 

@@ -16,8 +16,8 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from streams.client import GateClient
-from streams.payloads import DEAD_LETTER_RAW_BYTES, MAX_RECORD_BYTES
 from streams.store import Store
+from streams.wire.payloads import DEAD_LETTER_RAW_BYTES, MAX_RECORD_BYTES
 from tests.stack import Scenario, Worker, eventually, read_topic
 from tests.streams.batches import GZIP, broken_gzip
 from tests.streams.test_gate_e2e import configure

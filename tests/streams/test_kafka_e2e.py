@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from streams.kafka import true_end_offsets
+from streams.wire.kafka import true_end_offsets
 from tests.stack import Scenario
 
 pytestmark = pytest.mark.e2e

@@ -14,9 +14,9 @@ from engine.judges.scripted import ScriptedJudge
 from engine.library import PropositionLibrary
 from engine.models import AgentConfig
 from engine.settings import BUNDLED_PROPOSITIONS, Settings
-from streams.configs import ConfigCache
-from streams.gate import GateDeps
-from streams.lanes import GateLane
+from streams.services.configs import ConfigCache
+from streams.services.gate import GateDeps
+from streams.worker.lanes import GateLane
 
 
 @dataclass(eq=False)

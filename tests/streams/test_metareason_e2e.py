@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from engine.settings import REPO_ROOT
 from streams.cli.metareason import app
 from streams.store import Store
-from streams.store_formats import PostgresRunRecorder
+from streams.store.formats import PostgresRunRecorder
 from tests.stack import Stack
 
 pytestmark = pytest.mark.e2e

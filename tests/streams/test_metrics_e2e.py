@@ -20,9 +20,9 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from streams.client import GateClient
-from streams.client_admin import publish_config
-from streams.payloads import Verdict
+from streams.client.admin import publish_config
 from streams.store import Store
+from streams.wire.payloads import Verdict
 from tests.stack import Scenario, Stack
 
 pytestmark = pytest.mark.e2e

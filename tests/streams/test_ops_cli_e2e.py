@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from streams.client import GateClient
-from streams.replay import replay
+from streams.client.replay import replay
 from streams.store import Store
 from tests.stack import DRIFT, Scenario, Stack, Worker, eventually, read_topic
 from tests.streams.ops_cli_support import (

@@ -10,7 +10,7 @@ import pytest
 from aiokafka.structs import ConsumerRecord
 
 from engine.errors import ConfigurationError
-from streams.replay import Disposition, Window, changes_for, disposition, load_agent_configs, parse_time
+from streams.client.replay import Disposition, Window, changes_for, disposition, load_agent_configs, parse_time
 from tests.streams.ops_cli_support import NOW, write_config
 
 # -- time parsing and replay configuration files ------------------------------------------------------------

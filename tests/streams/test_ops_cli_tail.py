@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from streams.payloads import DeadLetter, Directives, Verdict, encode
-from streams.tail import matches, render, to_record
+from streams.client.tail import matches, render, to_record
+from streams.wire.payloads import DeadLetter, Directives, Verdict, encode
 from tests.stack import DRIFT
 
 # -- tail records and lines ----------------------------------------------------------------------------------

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from streams import output as output_module
-from streams.output import Output
+from streams.runtime import output as output_module
+from streams.runtime.output import Output
 from tests.stack import Scenario, read_records
 
 pytestmark = pytest.mark.e2e

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from streams.runner import GC_GEN0_THRESHOLD, _tune_gc
+from streams.worker.runner import GC_GEN0_THRESHOLD, _tune_gc
 
 
 def test_the_start_up_heap_is_frozen_and_young_collections_are_rarer() -> None:

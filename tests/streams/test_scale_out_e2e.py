@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from streams.client import GateClient
-from streams.client_admin import publish_config
+from streams.client.admin import publish_config
 from streams.store import Store
 from tests.stack import Scenario, Worker
 

@@ -23,11 +23,11 @@ from typer.testing import CliRunner
 from engine.errors import ConfigurationError
 from engine.judges.factory import make_judge
 from engine.settings import Settings
-from streams.app import build_app
 from streams.cli import app as cli
 from streams.client import GateClient
-from streams.kafka import client_kwargs, consumer_kwargs
-from streams.transport import credentials
+from streams.runtime.transport import credentials
+from streams.wire.kafka import client_kwargs, consumer_kwargs
+from streams.worker.app import build_app
 from tests.stack import DRIFT, Scenario, Stack, Worker
 
 CA = certifi.where()
@@ -125,7 +125,7 @@ class Recorder:
 
 async def test_the_sdk_builds_its_clients_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     recorder = Recorder([])
-    monkeypatch.setattr("streams.client.AIOKafkaProducer", recorder)
+    monkeypatch.setattr("streams.client.sdk.AIOKafkaProducer", recorder)
     for name, value in SASL_SSL_ENV.items():
         monkeypatch.setenv(name, value)
     gate = GateClient("broker.prod:9094", prefix="prod.")
@@ -141,11 +141,11 @@ async def test_the_sdk_builds_its_clients_from_the_environment(monkeypatch: pyte
 @pytest.mark.parametrize(
     ("args", "target"),
     [
-        (["topics", "create"], "streams.kafka.AIOKafkaAdminClient"),
-        (["tail", "verdicts"], "streams.tail.AIOKafkaConsumer"),
+        (["topics", "create"], "streams.wire.kafka.AIOKafkaAdminClient"),
+        (["tail", "verdicts"], "streams.client.tail.AIOKafkaConsumer"),
         (
             ["replay", "--from-topic", "drift.drafts", "--since", "-1h", "--to-prefix", "b."],
-            "streams.kafka.AIOKafkaAdminClient",
+            "streams.wire.kafka.AIOKafkaAdminClient",
         ),
     ],
 )
@@ -255,7 +255,7 @@ def _non_loopback_address() -> str | None:
 
 
 async def _send_marked_drafts(scenario: Scenario) -> None:
-    from streams.client_admin import publish_config
+    from streams.client.admin import publish_config
     from streams.store import Store
 
     agent = scenario.agent("nellie")

@@ -16,8 +16,8 @@ from engine.personas import load_population
 from engine.simulation.plan import plan_sessions
 from engine.simulation.population import BUNDLED_TINY
 from engine.simulation.scenario import load_scenario
-from streams.payloads import DirectiveOut, Directives, Message, Verdict
-from streams.simulate import SessionResult, Simulation, export_jsonl
+from streams.client.simulate import SessionResult, Simulation, export_jsonl
+from streams.wire.payloads import DirectiveOut, Directives, Message, Verdict
 
 
 class FakeService:

@@ -18,9 +18,9 @@ from engine.simulation.plan import plan_sessions
 from engine.simulation.population import BUNDLED_TINY
 from engine.simulation.scenario import load_scenario
 from streams.client import GateClient
-from streams.payloads import Directives
-from streams.simulate import SessionResult, Simulation, export_session
+from streams.client.simulate import SessionResult, Simulation, export_session
 from streams.store import Store
+from streams.wire.payloads import Directives
 from tests.stack import REPO, Scenario, eventually, read_topic
 
 pytestmark = pytest.mark.e2e

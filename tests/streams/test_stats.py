@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from engine.gate import AttemptResult, DimensionCheck, SimilarityCheck
 from engine.models import Dimension, TokenUsage
-from streams.metrics import render_prometheus
-from streams.stats import GateStats
+from streams.services.stats import GateStats
+from streams.worker.metrics import render_prometheus
 
 ResultFactory = Callable[..., AttemptResult]
 

@@ -8,8 +8,8 @@ import uuid
 import pytest
 
 from streams.cli.ops import _database_snapshot
-from streams.payloads import CorrectionLog
 from streams.store import Store
+from streams.wire.payloads import CorrectionLog
 from tests.stack import Stack
 
 

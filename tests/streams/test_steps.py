@@ -19,11 +19,10 @@ from engine.judges.scripted import ScriptedJudge
 from engine.library import PropositionLibrary
 from engine.models import AgentConfig, EventKind
 from engine.settings import BUNDLED_PROPOSITIONS, Settings
-from streams.configs import ConfigCache
-from streams.history import HistoryFeed, HistoryView, event_of
-from streams.payloads import Message, Step, encode
-from streams.stats import GateStats
-from streams.steps import (
+from streams.runtime.history import HistoryFeed, HistoryView, event_of
+from streams.services.configs import ConfigCache
+from streams.services.stats import GateStats
+from streams.services.steps import (
     CATCH_UP_MAX_S,
     CustomInterventions,
     StepProcessor,
@@ -32,6 +31,7 @@ from streams.steps import (
     directive_records,
     load_custom,
 )
+from streams.wire.payloads import Message, Step, encode
 
 MakeMessage = Callable[..., Message]
 MakeProcessor = Callable[..., StepProcessor]

@@ -12,10 +12,10 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from streams.client import GateClient
-from streams.client_admin import publish_config
-from streams.history import HistoryFeed, HistoryView
-from streams.payloads import Directives, Message
+from streams.client.admin import publish_config
+from streams.runtime.history import HistoryFeed, HistoryView
 from streams.store import Store
+from streams.wire.payloads import Directives, Message
 from tests.stack import Scenario, eventually, read_topic
 
 pytestmark = pytest.mark.e2e

@@ -19,8 +19,8 @@ from engine.models import Dimension, Event, EventKind, TokenUsage
 from engine.propositions import load_set
 from engine.scoring import DimensionScore
 from engine.settings import BUNDLED_PROPOSITIONS
-from streams.payloads import Message
 from streams.store import DuplicateRequest, PostgresEvaluationStore, PostgresMessageSource, Store
+from streams.wire.payloads import Message
 from tests.stack import Stack
 
 pytestmark = pytest.mark.e2e

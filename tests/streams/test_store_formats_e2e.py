@@ -8,7 +8,7 @@ import pytest
 
 from engine.formats.results import FormatRun, ItemResult, ItemScore
 from streams.store import Store
-from streams.store_formats import PostgresRunRecorder
+from streams.store.formats import PostgresRunRecorder
 from tests.stack import Stack
 
 pytestmark = pytest.mark.e2e

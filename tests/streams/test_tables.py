@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from streams.tables import DirectTable, table_partition
+from streams.runtime.tables import DirectTable, table_partition
 
 Sent = list[tuple[str, bytes, bytes | None, int | None]]
 

@@ -1,4 +1,4 @@
-"""The fast lane of the worker's Faust consumer (streams.transport.drain_once), against a stand-in consumer."""
+"""The fast lane of the worker's Faust consumer (streams.runtime.transport.drain_once), against a stand-in consumer."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from streams import transport
-from streams.transport import drain_once
+from streams.runtime import transport
+from streams.runtime.transport import drain_once
 
 
 class TP(NamedTuple):
@@ -128,7 +128,7 @@ async def test_the_faust_consumer_has_what_the_fast_lane_relies_on(tmp_path: Any
     """A contract check for upgrades: drain_once uses these internals of faust-streaming's consumer (the
     dependency is pinned below the next minor version for this reason)."""
     from engine.settings import Settings
-    from streams.app import faust_app
+    from streams.worker.app import faust_app
 
     app = faust_app(Settings(data_dir=tmp_path, broker="127.0.0.1:1"), 3)
     consumer = app.consumer

@@ -11,7 +11,7 @@ from aiokafka.consumer.fetcher import PartitionRecords
 from aiokafka.record.memory_records import MemoryRecords
 from aiokafka.structs import TopicPartition
 
-from streams.undecodable import GuardedRecords, SkippedBatch, guard_fetcher
+from streams.runtime.undecodable import GuardedRecords, SkippedBatch, guard_fetcher
 from tests.streams.batches import GZIP, batch, broken_gzip
 
 TP0 = TopicPartition("drafts", 0)
@@ -98,7 +98,7 @@ def consumer_with(skipped: list[SkippedBatch], letters: Letters) -> Any:
 
 
 async def test_skipped_batches_are_dead_lettered_then_committed_past() -> None:
-    from streams.transport import report_skipped
+    from streams.runtime.transport import report_skipped
     from tests.streams.test_transport import TP
 
     consumer = consumer_with([SkippedBatch("drafts", 1, 10, 14, "undecodable")], letters := Letters())
@@ -108,7 +108,7 @@ async def test_skipped_batches_are_dead_lettered_then_committed_past() -> None:
 
 
 async def test_a_dead_letter_that_cannot_be_sent_is_retried_and_nothing_is_committed_past() -> None:
-    from streams.transport import report_skipped
+    from streams.runtime.transport import report_skipped
 
     consumer = consumer_with([SkippedBatch("drafts", 0, 3, 3, "undecodable")], Letters(fail=True))
     await report_skipped(consumer)
@@ -118,7 +118,7 @@ async def test_a_dead_letter_that_cannot_be_sent_is_retried_and_nothing_is_commi
 def test_a_record_the_broker_will_not_send_is_reported_at_its_offset() -> None:
     from aiokafka.errors import RecordTooLargeError
 
-    from streams.undecodable import unfetchable
+    from streams.runtime.undecodable import unfetchable
 
     exc = RecordTooLargeError("There are some messages at %s=%s larger than %s", TP0, 42, 4194304)
     skip = unfetchable(exc)

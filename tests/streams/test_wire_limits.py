@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from engine.errors import PayloadError
-from streams.deadletters import batch_letter, record_letter
-from streams.payloads import (
+from streams.wire.deadletters import batch_letter, record_letter
+from streams.wire.payloads import (
     DEAD_LETTER_RAW_BYTES,
     MAX_RECORD_BYTES,
     Draft,
@@ -100,7 +100,7 @@ def test_an_undecodable_batch_letter_names_its_offsets() -> None:
 
 
 def test_an_agent_config_record_is_strict_down_to_the_configuration() -> None:
-    from streams.app import config_change
+    from streams.worker.app import config_change
 
     good = {"agent_id": "jim", "config": {"gate_adherence_enabled": True, "gate_adherence_threshold": 6}}
     agent, config = config_change(orjson.dumps(good))

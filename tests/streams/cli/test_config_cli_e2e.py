@@ -13,8 +13,8 @@ from engine.config_changes import validated_change
 from engine.errors import ConfigurationError
 from engine.ids import MAX_ID_CHARS
 from engine.models import AgentConfig
-from streams.payloads import Draft
 from streams.store import Store
+from streams.wire.payloads import Draft
 from tests.stack import DRIFT, Stack
 
 pytestmark = pytest.mark.e2e
@@ -103,7 +103,7 @@ _COLUMN_TYPES = {"integer": (-(2**31), 2**31 - 1), "real": (-3.4e38, 3.4e38)}
 
 
 def test_every_numeric_field_has_bounds_that_fit_its_column() -> None:
-    sql = (Path(__file__).resolve().parents[3] / "streams" / "migrations" / "001_initial.sql").read_text()
+    sql = (Path(__file__).resolve().parents[3] / "streams" / "store" / "migrations" / "001_initial.sql").read_text()
     table = sql[sql.index("CREATE TABLE IF NOT EXISTS agent_evaluation_config") :].split(");", 1)[0]
     columns = {line.split()[0]: line.split()[1] for line in table.splitlines()[1:] if line.strip()}
     for name, field in AgentConfig.model_fields.items():

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from streams.payloads import Message
 from streams.store import Store
+from streams.wire.payloads import Message
 from tests.stack import DRIFT, Scenario, Stack
 
 

@@ -14,7 +14,7 @@ from engine.library import PropositionLibrary
 from engine.models import Dimension
 from engine.propositions.loader import load_set
 from engine.propositions.yamlsource import MAX_FILE_BYTES, read_yaml
-from streams.replay import load_agent_configs
+from streams.client.replay import load_agent_configs
 from tests.conftest import Write
 from tests.stack import DRIFT
 

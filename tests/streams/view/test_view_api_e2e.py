@@ -13,12 +13,12 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from engine.formats.results import FormatRun, ItemResult
 from engine.settings import BUNDLED_PROPOSITIONS
-from streams.payloads import CorrectionLog
 from streams.store import Store
-from streams.store_formats import PostgresRunRecorder
+from streams.store.formats import PostgresRunRecorder
 from streams.view.live import LiveVerdicts
 from streams.view.queries import ViewQueries
 from streams.view.server import build_app
+from streams.wire.payloads import CorrectionLog
 from tests.stack import Stack
 
 pytestmark = pytest.mark.e2e

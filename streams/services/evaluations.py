@@ -34,13 +34,13 @@ from engine.judges.base import Judge, JudgeRequest, JudgeResult, LimitedJudge
 from engine.models import EVALUATION_DIMENSIONS, Dimension, Event, EventKind
 from engine.personas import load_persona
 from engine.settings import Settings
-from streams.dispatch import KeyedDispatcher
-from streams.payloads import MAX_ID_CHARS, EvaluationRequest, EvaluationSummary, decode, encode, utcnow
+from streams.runtime.dispatch import KeyedDispatcher
 from streams.store import DuplicateRequest, PostgresEvaluationStore, Store, StoredRun
-from streams.topics import Topics
+from streams.wire.payloads import MAX_ID_CHARS, EvaluationRequest, EvaluationSummary, decode, encode, utcnow
+from streams.wire.topics import Topics
 
 if TYPE_CHECKING:
-    from streams.app import DriftApp, Runtime
+    from streams.worker.app import DriftApp, Runtime
 
 log = logging.getLogger(__name__)
 
@@ -253,7 +253,7 @@ def install_evaluations(app: DriftApp, rt: Runtime) -> None:
 
 
 def _install_requests(app: DriftApp, rt: Runtime) -> None:
-    from streams.app import decoded_events, raw_topic
+    from streams.worker.app import decoded_events, raw_topic
 
     topics = Topics(rt.settings.topic_prefix)
     judge = evaluation_judge(rt.deps.judge, rt.settings)

@@ -44,7 +44,7 @@ from engine.propositions.models import check_id
 from engine.simulation.plan import SessionPlan
 from engine.simulation.population import parse_json_object
 from engine.simulation.scenario import Scenario, render_prompt
-from streams.payloads import MAX_ID_CHARS, Directives, Message, Verdict
+from streams.wire.payloads import MAX_ID_CHARS, Directives, Message, Verdict
 
 
 class Service(Protocol):

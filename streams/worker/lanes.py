@@ -1,4 +1,4 @@
-"""The worker's two hot topics as fast lanes (see :mod:`streams.transport`): drafts into the gate, committed
+"""The worker's two hot topics as fast lanes (see :mod:`streams.runtime.transport`): drafts into the gate, committed
 messages into the gate's state. Handlers get batches of Faust messages, never raise for bad input (it is
 dead-lettered) and ack every record on Faust's consumer once its effects are durable.
 """
@@ -18,16 +18,16 @@ from faust.events import Event
 from faust.streams import _current_event
 
 from engine.errors import PayloadError
-from streams.dispatch import KeyedDispatcher
-from streams.gate import process_draft, remember_commit
-from streams.history import record_key
-from streams.output import OutputBatch
-from streams.payloads import Draft, EvaluationRequest, Message, decode, encode
-from streams.tables import table_partition
-from streams.topics import Topics
+from streams.runtime.dispatch import KeyedDispatcher
+from streams.runtime.history import record_key
+from streams.runtime.output import OutputBatch
+from streams.runtime.tables import table_partition
+from streams.services.gate import process_draft, remember_commit
+from streams.wire.payloads import Draft, EvaluationRequest, Message, decode, encode
+from streams.wire.topics import Topics
 
 if TYPE_CHECKING:
-    from streams.app import Runtime
+    from streams.worker.app import Runtime
 
 log = logging.getLogger(__name__)
 Keyed = TypeVar("Keyed", Draft, Message)
@@ -60,7 +60,8 @@ class GateLane:
         self.rt.app.consumer.ack(message)
 
     async def wait_ready(self) -> None:
-        """No draft is decided before the stored agent configurations are loaded (see :mod:`streams.configs`)."""
+        """No draft is decided before the stored agent configurations are loaded (see
+        :mod:`streams.services.configs`)."""
         await self.rt.deps.configs.wait_loaded()
 
     async def _judge(self, item: Item, batch: OutputBatch | None = None) -> list[asyncio.Future[Any]] | None:

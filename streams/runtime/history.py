@@ -27,9 +27,9 @@ from aiokafka.errors import KafkaError
 from engine.errors import DriftError, PayloadError
 from engine.models import Event, EventKind
 from engine.settings import Settings
-from streams.kafka import consumer_kwargs, start_with_retry
-from streams.payloads import Message, decode
-from streams.topics import Topics
+from streams.wire.kafka import consumer_kwargs, start_with_retry
+from streams.wire.payloads import Message, decode
+from streams.wire.topics import Topics
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Dead letters that always fit: a bad record, however large, becomes a ``dlq`` record far below the producer's
-1 MiB request limit (value cut to :data:`~streams.payloads.DEAD_LETTER_RAW_BYTES` with its full size and sha256,
+1 MiB request limit (value cut to :data:`~streams.wire.payloads.DEAD_LETTER_RAW_BYTES` with its full size and sha256,
 key and reason cut too), so dead-lettering can never be what stops a worker.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import hashlib
 
-from streams.payloads import (
+from streams.wire.payloads import (
     DEAD_LETTER_ERROR_CHARS,
     DEAD_LETTER_KEY_CHARS,
     DEAD_LETTER_RAW_BYTES,

@@ -8,7 +8,7 @@ which would stop Faust's fetcher and the worker, and the same batch would come b
 is wrapped so that a decoding error ends that partition's records *at the bad batch*, moves its position past
 the batch and notes a :class:`SkippedBatch` (topic, partition, first and last offset, reason). Records before
 the bad batch are delivered as usual; records after it are fetched again from the new position. The worker
-then dead-letters the skipped batch (see :func:`streams.transport.report_skipped`) and goes on gating.
+then dead-letters the skipped batch (see :func:`streams.runtime.transport.report_skipped`) and goes on gating.
 """
 
 from __future__ import annotations

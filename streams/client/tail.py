@@ -19,8 +19,8 @@ from rich.text import Text
 
 from engine.errors import ConfigurationError, PayloadError
 from engine.settings import Settings
-from streams.kafka import consumer_kwargs, start_with_retry
-from streams.payloads import CorrectionLog, DeadLetter, Directives, Message, ScoreOut, Verdict, decode
+from streams.wire.kafka import consumer_kwargs, start_with_retry
+from streams.wire.payloads import CorrectionLog, DeadLetter, Directives, Message, ScoreOut, Verdict, decode
 
 #: ``drift tail KIND``: the topic (without prefix) and the payload model of each kind.
 TAIL_KINDS: dict[str, tuple[str, type[BaseModel]]] = {

@@ -21,10 +21,10 @@ from aiokafka import AIOKafkaConsumer
 
 from engine.errors import PayloadError, ServiceError
 from engine.settings import Settings
-from streams.kafka import consumer_kwargs, start_with_retry
-from streams.payloads import CorrectionLog, Message, decode
 from streams.store import Store
-from streams.topics import Topics, app_id
+from streams.wire.kafka import consumer_kwargs, start_with_retry
+from streams.wire.payloads import CorrectionLog, Message, decode
+from streams.wire.topics import Topics, app_id
 
 log = logging.getLogger(__name__)
 BATCH = 500

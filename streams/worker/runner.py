@@ -12,8 +12,8 @@ import faust
 from engine.judges.base import Judge
 from engine.redaction import install_log_masking
 from engine.settings import Settings
-from streams.app import build_app
-from streams.shutdown import abort
+from streams.worker.app import build_app
+from streams.worker.shutdown import abort
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -39,7 +39,7 @@ def _tune_gc() -> None:
 
 
 class DriftWorker(faust.Worker):
-    """Faust's worker with the shutdown ``drift`` needs (:mod:`streams.shutdown`).
+    """Faust's worker with the shutdown ``drift`` needs (:mod:`streams.worker.shutdown`).
 
     The first SIGINT/SIGTERM stops the app in order (Faust stops fetching, the agents, the producers, commits);
     a second one calls ``on_abort`` (kill the embedded children) and exits at once. Once the services are

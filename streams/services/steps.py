@@ -1,13 +1,13 @@
 """Orchestrator steps: one ``directives`` record for every ``steps`` record, computed before the agents act.
 
 Per step (key ``run_id``; one run's steps in order, runs concurrently via a
-:class:`~streams.dispatch.KeyedDispatcher`): decode (bad records go to the DLQ), wait until this worker's
+:class:`~streams.runtime.dispatch.KeyedDispatcher`): decode (bad records go to the DLQ), wait until this worker's
 history view has read ``messages`` up to its end offsets at receipt (bounded), run
 :func:`engine.interventions.directives_for_step` within ``settings.step_deadline_s`` (unfinished
 interventions become ``timed_out`` directives), send the record, ack. Directives are transient: nothing
 here writes to ``messages`` or to any history.
 
-The history this needs comes from :mod:`streams.history` (a per-worker view; why not a Faust table is
+The history this needs comes from :mod:`streams.runtime.history` (a per-worker view; why not a Faust table is
 explained there).
 """
 
@@ -28,15 +28,15 @@ from engine.judges.base import Judge
 from engine.library import PropositionLibrary
 from engine.models import AgentConfig, Persona
 from engine.settings import Settings
-from streams.configs import ConfigCache
-from streams.dispatch import KeyedDispatcher
-from streams.history import HistoryFeed, HistoryView, lru_touch, record_key
-from streams.payloads import DirectiveOut, Directives, Step, decode, encode
-from streams.stats import GateStats
-from streams.topics import Topics
+from streams.runtime.dispatch import KeyedDispatcher
+from streams.runtime.history import HistoryFeed, HistoryView, lru_touch, record_key
+from streams.services.configs import ConfigCache
+from streams.services.stats import GateStats
+from streams.wire.payloads import DirectiveOut, Directives, Step, decode, encode
+from streams.wire.topics import Topics
 
 if TYPE_CHECKING:
-    from streams.app import DriftApp, Runtime
+    from streams.worker.app import DriftApp, Runtime
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ def _handler(rt: Runtime, processor: StepProcessor) -> Callable[[tuple[Any, Step
 
 def install_steps(app: DriftApp, rt: Runtime) -> StepProcessor:
     """Add the history feed and the step agent to the gate ``app`` of runtime ``rt``; returns the processor."""
-    from streams.app import decoded_events, raw_topic  # streams.app imports this module
+    from streams.worker.app import decoded_events, raw_topic  # streams.worker.app imports this module
 
     settings, deps = rt.settings, rt.deps
     feed = HistoryFeed(settings, HistoryView())

@@ -8,9 +8,9 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 
 from engine.settings import Settings
-from streams.kafka import client_kwargs, start_with_retry
-from streams.payloads import AgentConfigChange, encode
-from streams.topics import Topics
+from streams.wire.kafka import client_kwargs, start_with_retry
+from streams.wire.payloads import AgentConfigChange, encode
+from streams.wire.topics import Topics
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The one persistence module: PostgreSQL through asyncpg. Parameterised SQL only.
 
-Migrations are the plain ``.sql`` files in ``streams/migrations/``, applied in name order and recorded in
+Migrations are the plain ``.sql`` files in ``streams/store/migrations/``, applied in name order and recorded in
 ``schema_migrations`` (``drift db migrate`` is idempotent). Sink writes are batched and idempotent: a
 redelivered record never makes a duplicate row.
 """
@@ -22,7 +22,7 @@ from engine.errors import ConfigurationError, ServiceError
 from engine.ids import check_agent_id
 from engine.models import AgentConfig, Dimension, Event, EventKind
 from engine.redaction import ENCODING_HINT, mask_text, mask_url, userinfo_needs_encoding
-from streams.payloads import CorrectionLog, Message
+from streams.wire.payloads import CorrectionLog, Message
 
 if TYPE_CHECKING:
     from engine.evaluation.run import EvaluationRun, ScoreRow

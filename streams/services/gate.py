@@ -1,6 +1,6 @@
 """The gate's streaming plumbing: one draft attempt in, a verdict, a correction log and (on commit) a message out.
 
-Decisions are made by :mod:`engine.gate`; this module turns a :class:`~streams.payloads.Draft` into the
+Decisions are made by :mod:`engine.gate`; this module turns a :class:`~streams.wire.payloads.Draft` into the
 scoring target, reads and writes the agent's recent messages and the draft's pending attempts (Faust tables
 passed in as mappings), and sends the output records. Order of effects per attempt:
 verdict → correction log → committed message, then table updates; the caller acks the draft afterwards.
@@ -35,11 +35,11 @@ from engine.library import PropositionLibrary
 from engine.models import Event, Persona
 from engine.scoring import ScoringTarget
 from engine.settings import Settings
-from streams.configs import ConfigCache
-from streams.history import HistoryView
-from streams.payloads import Draft
-from streams.stats import GateStats
-from streams.topics import Topics
+from streams.runtime.history import HistoryView
+from streams.services.configs import ConfigCache
+from streams.services.stats import GateStats
+from streams.wire.payloads import Draft
+from streams.wire.topics import Topics
 
 RECENT_KEPT = 10
 #: After a worker starts, a draft that needs the judge waits at most this long (once) for the history feed to
@@ -48,7 +48,7 @@ REPLAY_WAIT_S = 2.0
 
 
 class CatchUp(Protocol):
-    """The history feed's barrier (:meth:`streams.history.HistoryFeed.caught_up`)."""
+    """The history feed's barrier (:meth:`streams.runtime.history.HistoryFeed.caught_up`)."""
 
     async def caught_up(self, timeout_s: float) -> bool: ...
 
@@ -89,7 +89,8 @@ class GateDeps:
         self, keys: Iterable[str] | None = None, send: Sender | None = None
     ) -> list[asyncio.Future[Any]]:
         """Send the changelog records of the table writes to ``keys`` (all by default) and return their delivery
-        futures (tables that queue them, see :class:`streams.tables.DirectTable`); plain mappings need nothing."""
+        futures (tables that queue them, see :class:`streams.runtime.tables.DirectTable`); plain mappings need
+        nothing."""
         deliveries: list[asyncio.Future[Any]] = []
         for table in (self.recent, self.pending):
             flush = getattr(table, "flush", None)
@@ -202,7 +203,7 @@ def _score_out(check: DimensionCheck) -> dict[str, Any]:
 def build_verdict(
     draft: Draft, result: AttemptResult, decision: GateDecision, latency_ms: float, judge: str
 ) -> dict[str, Any]:
-    """The ``verdicts`` record as a plain dict (shape of :class:`streams.payloads.Verdict`; built without
+    """The ``verdicts`` record as a plain dict (shape of :class:`streams.wire.payloads.Verdict`; built without
     pydantic because this is the hot path — a test checks it validates against the model)."""
     similarity = result.similarity
     return {
@@ -227,7 +228,7 @@ def build_verdict(
 
 
 def build_log(draft: Draft, result: AttemptResult, verdict: dict[str, Any], now: str) -> dict[str, Any]:
-    """The ``correction-logs`` record (shape of :class:`streams.payloads.CorrectionLog`)."""
+    """The ``correction-logs`` record (shape of :class:`streams.wire.payloads.CorrectionLog`)."""
     committed = verdict["decision"] == "commit"
     return {
         "draft_id": draft.draft_id,
@@ -251,7 +252,7 @@ def build_log(draft: Draft, result: AttemptResult, verdict: dict[str, Any], now:
 
 
 def committed_message(draft: Draft, text: str, now: str) -> dict[str, Any]:
-    """The ``messages`` record of a commit (shape of :class:`streams.payloads.Message`)."""
+    """The ``messages`` record of a commit (shape of :class:`streams.wire.payloads.Message`)."""
     return {
         "message_id": draft.draft_id,
         "agent_id": draft.agent_id,
@@ -290,7 +291,7 @@ async def process_draft(
 
     With ``flush=False`` the table writes stay queued: the caller flushes them for a whole batch (several
     commits of one agent then cost one changelog record) and waits for those deliveries too. ``send``
-    replaces ``deps.send`` (a lane batch gathers its records, see :class:`streams.output.OutputBatch`).
+    replaces ``deps.send`` (a lane batch gathers its records, see :class:`streams.runtime.output.OutputBatch`).
     """
     send = send or deps.send
     result, decision = await judge_attempt(deps, draft)

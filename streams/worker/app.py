@@ -21,19 +21,19 @@ from engine.judges.base import Judge, LimitedJudge
 from engine.library import PropositionLibrary
 from engine.models import AgentConfig
 from engine.settings import Settings
-from streams.configs import ConfigCache
-from streams.deadletters import batch_letter, record_letter
-from streams.evaluations import install_evaluations
-from streams.gate import GateDeps
-from streams.lanes import COUNT_FLUSH_S, GateLane, StateLane
-from streams.output import Output
-from streams.payloads import AgentConfigChange, decode
-from streams.sinks import run_sinks
-from streams.steps import install_steps
+from streams.runtime.output import Output
+from streams.runtime.tables import DirectTable
+from streams.runtime.transport import FastLane, credentials, transport_class
+from streams.services.configs import ConfigCache
+from streams.services.evaluations import install_evaluations
+from streams.services.gate import GateDeps
+from streams.services.sinks import run_sinks
+from streams.services.steps import install_steps
 from streams.store import Store
-from streams.tables import DirectTable
-from streams.topics import Topics, app_id
-from streams.transport import FastLane, credentials, transport_class
+from streams.wire.deadletters import batch_letter, record_letter
+from streams.wire.payloads import AgentConfigChange, decode
+from streams.wire.topics import Topics, app_id
+from streams.worker.lanes import COUNT_FLUSH_S, GateLane, StateLane
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -42,7 +42,7 @@ T = TypeVar("T")
 class DriftApp(faust.App):
     settings: Settings | None = None
     runtime: Runtime | None = None
-    fast_lanes: dict[str, FastLane] | None = None  # topic -> batch handler, see streams.transport
+    fast_lanes: dict[str, FastLane] | None = None  # topic -> batch handler, see streams.runtime.transport
 
     async def on_stop(self) -> None:
         if self.runtime is not None:
@@ -107,7 +107,7 @@ class Runtime:
     ) -> asyncio.Future[Any]:
         """Queue a record on the output producer; the returned future resolves when the broker has it.
 
-        Output records use their own producer (:mod:`streams.output`), beside Faust's (which carries the
+        Output records use their own producer (:mod:`streams.runtime.output`), beside Faust's (which carries the
         windowed counts' changelog): verdicts never wait behind Faust's batches.
         """
         future: asyncio.Future[Any] = await self.output.send(topic, key, value, partition)
@@ -118,7 +118,7 @@ class Runtime:
 
     async def dead_letter(self, record: Any, reason: str) -> None:
         """Send ``record`` (a Faust event or message) to the dead-letter topic with ``reason`` (cut to fit, see
-        :mod:`streams.deadletters`)."""
+        :mod:`streams.wire.deadletters`)."""
         message = getattr(record, "message", record)
         key = message.key if isinstance(message.key, bytes | None) else str(message.key).encode()
         value = message.value if isinstance(message.value, bytes | None) else str(message.value).encode()
@@ -214,7 +214,8 @@ def config_change(raw: bytes | None) -> tuple[str, AgentConfig]:
 
 
 def _install_sinks(app: DriftApp, rt: Runtime) -> None:
-    """The Postgres sinks (plain consumer groups, see :mod:`streams.sinks`), unless this worker runs without."""
+    """The Postgres sinks (plain consumer groups, see :mod:`streams.services.sinks`), unless this worker runs
+    without."""
     if not rt.settings.sinks:
         return
 
@@ -280,7 +281,7 @@ def _install_lifecycle(app: DriftApp, rt: Runtime, configs: ConfigCache) -> None
 
     @app.page("/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:
-        from streams.metrics import render_prometheus
+        from streams.worker.metrics import render_prometheus
 
         return web.text(render_prometheus(rt.deps.stats.snapshot()), content_type="text/plain; version=0.0.4")
 

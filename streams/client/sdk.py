@@ -24,9 +24,9 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from engine.errors import ConfigurationError, PayloadError, ReplyTimeout
 from engine.settings import Settings
-from streams.kafka import client_kwargs, consumer_kwargs, start_with_retry
-from streams.payloads import AgentConfigChange, Directives, Draft, Message, Step, Verdict, decode, encode
-from streams.topics import Topics
+from streams.wire.kafka import client_kwargs, consumer_kwargs, start_with_retry
+from streams.wire.payloads import AgentConfigChange, Directives, Draft, Message, Step, Verdict, decode, encode
+from streams.wire.topics import Topics
 
 #: Turns the gate's feedback into the next attempt's text; None means the agent chooses silence (skip).
 Regenerate = Callable[[str], str | Awaitable[str | None] | None]

@@ -22,8 +22,8 @@ from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import TP
 
 from engine.settings import Settings
-from streams.kafka import client_kwargs, ssl_context, true_end_offsets
-from streams.undecodable import SkippedBatch, guard_fetcher, unfetchable
+from streams.runtime.undecodable import SkippedBatch, guard_fetcher, unfetchable
+from streams.wire.kafka import client_kwargs, ssl_context, true_end_offsets
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
     """Faust's aiokafka transport with two fixes for the embedded broker (FACTS.md): a configurable fetch wait
     (Faust hard-codes 1500 ms) and table-recovery end offsets that count whole batches (Tansu reports the last
-    batch's base offset + 1; see :func:`streams.kafka.true_end_offsets`)."""
+    batch's base offset + 1; see :func:`streams.wire.kafka.true_end_offsets`)."""
 
     class ConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
         _probe: AIOKafkaConsumer | None = None
@@ -157,7 +157,7 @@ async def _hand_over(consumer: Any, lane: FastLane, batch: list[Any], generation
 
 
 async def report_skipped(consumer: Any) -> None:
-    """Dead-letter the batches the fetcher skipped (see :mod:`streams.undecodable`), then let offset commits
+    """Dead-letter the batches the fetcher skipped (see :mod:`streams.runtime.undecodable`), then let offset commits
     pass them: the dead letter is on the broker before the offsets it stands for can be committed."""
     skipped: collections.deque[SkippedBatch] | None = getattr(getattr(consumer, "_thread", None), "skipped", None)
     runtime = getattr(consumer.app, "runtime", None)

@@ -19,7 +19,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.partitioner import DefaultPartitioner
 
 from engine.settings import Settings
-from streams.kafka import client_kwargs, start_with_retry
+from streams.wire.kafka import client_kwargs, start_with_retry
 
 LINGER_MS = 5
 MAX_BATCH_BYTES = 256 * 1024

@@ -29,9 +29,9 @@ from engine.errors import ConfigurationError, PayloadError, ServiceError
 from engine.models import AgentConfig
 from engine.propositions.yamlsource import UnreadableFile, read_capped
 from engine.settings import Settings
-from streams.kafka import client_kwargs, consumer_kwargs, create_topics, start_with_retry
-from streams.payloads import Draft, decode
-from streams.topics import Topics
+from streams.wire.kafka import client_kwargs, consumer_kwargs, create_topics, start_with_retry
+from streams.wire.payloads import Draft, decode
+from streams.wire.topics import Topics
 
 ALL_AGENTS = "*"
 IDLE_TIMEOUT_S = 15.0
@@ -124,7 +124,7 @@ def changes_for(configs: dict[str, dict[str, Any]], agent: str) -> dict[str, Any
 
 async def apply_configs(target: Settings, configs: dict[str, dict[str, Any]], agents: Iterable[str]) -> list[str]:
     """Store and announce (on the target prefix) the configuration of each agent; return the agents changed."""
-    from streams.client_admin import publish_config
+    from streams.client.admin import publish_config
     from streams.store import Store
 
     changed: list[str] = []

@@ -12,7 +12,7 @@ from aiokafka.helpers import create_ssl_context
 
 from engine.errors import ConfigurationError, ServiceError
 from engine.settings import Settings
-from streams.topics import all_topics
+from streams.wire.topics import all_topics
 
 TOPIC_EXISTS = 36
 
