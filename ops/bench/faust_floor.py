@@ -15,7 +15,7 @@ import faust
 from aiokafka import AIOKafkaProducer
 
 from engine.settings import Settings
-from streams.worker.app import faust_app, raw_topic
+from streams.runtime.faust_app import faust_app, raw_topic
 from streams.worker.runner import _new_loop
 
 OUTPUTS = ("verdicts", "correction-logs", "messages")

@@ -35,12 +35,14 @@ from engine.models import EVALUATION_DIMENSIONS, Dimension, Event, EventKind
 from engine.personas import load_persona
 from engine.settings import Settings
 from streams.runtime.dispatch import KeyedDispatcher
+from streams.runtime.faust_app import decoded_events, raw_topic
 from streams.store import DuplicateRequest, PostgresEvaluationStore, Store, StoredRun
 from streams.wire.payloads import MAX_ID_CHARS, EvaluationRequest, EvaluationSummary, decode, encode, utcnow
 from streams.wire.topics import Topics
 
 if TYPE_CHECKING:
-    from streams.worker.app import DriftApp, Runtime
+    from streams.runtime.faust_app import DriftApp
+    from streams.services.context import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -253,8 +255,6 @@ def install_evaluations(app: DriftApp, rt: Runtime) -> None:
 
 
 def _install_requests(app: DriftApp, rt: Runtime) -> None:
-    from streams.worker.app import decoded_events, raw_topic
-
     topics = Topics(rt.settings.topic_prefix)
     judge = evaluation_judge(rt.deps.judge, rt.settings)
 
@@ -276,5 +276,5 @@ def _install_requests(app: DriftApp, rt: Runtime) -> None:
 
     @app.agent(raw_topic(app, topics.evaluation_requests), name="evaluations")
     async def evaluations(stream: Any) -> None:
-        async for event, request, _ in decoded_events(rt, stream, decode_request):
+        async for event, request, _ in decoded_events(rt.dead_letter, stream, decode_request):
             await dispatcher.submit(request.agent_id, (event, request))

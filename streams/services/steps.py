@@ -29,6 +29,7 @@ from engine.library import PropositionLibrary
 from engine.models import AgentConfig, Persona
 from engine.settings import Settings
 from streams.runtime.dispatch import KeyedDispatcher
+from streams.runtime.faust_app import decoded_events, raw_topic
 from streams.runtime.history import HistoryFeed, HistoryView, lru_touch, record_key
 from streams.services.configs import ConfigCache
 from streams.services.stats import GateStats
@@ -36,7 +37,8 @@ from streams.wire.payloads import DirectiveOut, Directives, Step, decode, encode
 from streams.wire.topics import Topics
 
 if TYPE_CHECKING:
-    from streams.worker.app import DriftApp, Runtime
+    from streams.runtime.faust_app import DriftApp
+    from streams.services.context import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -165,8 +167,6 @@ def _handler(rt: Runtime, processor: StepProcessor) -> Callable[[tuple[Any, Step
 
 def install_steps(app: DriftApp, rt: Runtime) -> StepProcessor:
     """Add the history feed and the step agent to the gate ``app`` of runtime ``rt``; returns the processor."""
-    from streams.worker.app import decoded_events, raw_topic  # streams.worker.app imports this module
-
     settings, deps = rt.settings, rt.deps
     feed = HistoryFeed(settings, HistoryView())
     processor = StepProcessor(settings, deps.judge, deps.configs, deps.library, feed.view, feed,
@@ -175,7 +175,7 @@ def install_steps(app: DriftApp, rt: Runtime) -> StepProcessor:
 
     @app.agent(raw_topic(app, Topics(settings.topic_prefix).steps), name="steps")
     async def steps(stream: Any) -> None:
-        async for event, step, received in decoded_events(rt, stream, decode_step):
+        async for event, step, received in decoded_events(rt.dead_letter, stream, decode_step):
             await dispatcher.submit(step.run_id, (event, step, received))
 
     @app.task  # type: ignore[untyped-decorator]

@@ -9,150 +9,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-import faust
+from collections.abc import Callable
+from typing import Any
 
 from engine.errors import ConfigurationError, PayloadError
 from engine.judges.base import Judge, LimitedJudge
 from engine.library import PropositionLibrary
 from engine.models import AgentConfig
 from engine.settings import Settings
-from streams.runtime.output import Output
+from streams.runtime.faust_app import DriftApp, faust_app, raw_topic
 from streams.runtime.tables import DirectTable
-from streams.runtime.transport import FastLane, credentials, transport_class
 from streams.services.configs import ConfigCache
+from streams.services.context import Runtime
 from streams.services.evaluations import install_evaluations
 from streams.services.gate import GateDeps
 from streams.services.sinks import run_sinks
 from streams.services.steps import install_steps
 from streams.store import Store
-from streams.wire.deadletters import batch_letter, record_letter
 from streams.wire.payloads import AgentConfigChange, decode
-from streams.wire.topics import Topics, app_id
+from streams.wire.topics import Topics
 from streams.worker.lanes import COUNT_FLUSH_S, GateLane, StateLane
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-
-
-class DriftApp(faust.App):
-    settings: Settings | None = None
-    runtime: Runtime | None = None
-    fast_lanes: dict[str, FastLane] | None = None  # topic -> batch handler, see streams.runtime.transport
-
-    async def on_stop(self) -> None:
-        if self.runtime is not None:
-            await self.runtime.close()
-        await super().on_stop()
-
-    def _new_transport(self) -> Any:
-        return transport_class(self.settings or Settings())(self.conf.broker_consumer, self)
-
-
-def faust_app(settings: Settings, partitions: int) -> DriftApp:
-    faust_dir = settings.data_dir / "faust"
-    faust_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
-    app = DriftApp(
-        app_id(settings),
-        broker=f"kafka://{settings.broker}",
-        broker_credentials=credentials(settings),
-        store="memory://",
-        datadir=str(faust_dir / "{conf.name}"),
-        autodiscover=False,
-        topic_partitions=partitions,
-        topic_replication_factor=1,
-        broker_session_timeout=6,
-        broker_heartbeat_interval=1,
-        broker_rebalance_timeout=5,
-        broker_commit_interval=0.5,
-        consumer_auto_offset_reset="earliest",
-        producer_linger=0.05,  # Faust's producer carries only table changelogs
-        producer_max_batch_size=256 * 1024,
-        stream_wait_empty=False,
-        table_standby_replicas=0,
-        web_enabled=True,
-        web_bind=settings.web_host,
-        web_host=settings.web_host,
-        web_port=settings.web_port,
-        web_in_thread=False,
-    )
-    app.settings = settings
-    return app
-
-
-@dataclass
-class Runtime:
-    """Objects shared by the agents of one worker."""
-
-    app: DriftApp
-    settings: Settings
-    deps: GateDeps
-    store_ready: asyncio.Event = field(default_factory=asyncio.Event)
-    waiting_for: str | None = "starting"  # why the worker is not ready yet (shown on /health); None when ready
-    store: Store | None = None
-    on_ready: Callable[[], None] | None = None
-    background: set[asyncio.Future[None]] = field(default_factory=set)
-
-    output: Output = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.output = Output(self.settings)
-
-    async def send(
-        self, topic: str, key: bytes, value: bytes | None, partition: int | None = None
-    ) -> asyncio.Future[Any]:
-        """Queue a record on the output producer; the returned future resolves when the broker has it.
-
-        Output records use their own producer (:mod:`streams.runtime.output`), beside Faust's (which carries the
-        windowed counts' changelog): verdicts never wait behind Faust's batches.
-        """
-        future: asyncio.Future[Any] = await self.output.send(topic, key, value, partition)
-        return future
-
-    async def close(self) -> None:
-        await self.output.close()
-
-    async def dead_letter(self, record: Any, reason: str) -> None:
-        """Send ``record`` (a Faust event or message) to the dead-letter topic with ``reason`` (cut to fit, see
-        :mod:`streams.wire.deadletters`)."""
-        message = getattr(record, "message", record)
-        key = message.key if isinstance(message.key, bytes | None) else str(message.key).encode()
-        value = message.value if isinstance(message.value, bytes | None) else str(message.value).encode()
-        letter = record_letter(message.topic, message.partition, message.offset, key, value, reason)
-        self.deps.stats.dead_letters += 1
-        await self.send(Topics(self.settings.topic_prefix).dlq, *letter)
-
-    async def dead_letter_batch(self, topic: str, partition: int, first: int, last: int, reason: str) -> None:
-        """Record a batch the consumer skipped (it could not be decoded) and wait until the broker has it."""
-        self.deps.stats.dead_letters += last - first + 1
-        delivered = await self.send(
-            Topics(self.settings.topic_prefix).dlq, *batch_letter(topic, partition, first, last, reason)
-        )
-        await delivered
-
-
-def raw_topic(app: DriftApp, name: str) -> Any:
-    return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
-
-
-async def decoded_events(
-    rt: Runtime, stream: Any, decode_record: Callable[[Any, Any], T]
-) -> AsyncIterator[tuple[Any, T, float]]:
-    """A Faust agent's events, not acked, as (event, decoded value, arrival time); a record that does not
-    decode is dead-lettered and acked here, and processing goes on."""
-    async for event in stream.noack().events():
-        received = time.monotonic()
-        try:
-            value = decode_record(event.key, event.value)
-        except PayloadError as exc:
-            await rt.dead_letter(event, str(exc))
-            event.ack()
-            continue
-        yield event, value, received
 
 
 def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple[DriftApp, Runtime]:

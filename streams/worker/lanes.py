@@ -27,7 +27,7 @@ from streams.wire.payloads import Draft, EvaluationRequest, Message, decode, enc
 from streams.wire.topics import Topics
 
 if TYPE_CHECKING:
-    from streams.worker.app import Runtime
+    from streams.services.context import Runtime
 
 log = logging.getLogger(__name__)
 Keyed = TypeVar("Keyed", Draft, Message)

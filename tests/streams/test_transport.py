@@ -128,7 +128,7 @@ async def test_the_faust_consumer_has_what_the_fast_lane_relies_on(tmp_path: Any
     """A contract check for upgrades: drain_once uses these internals of faust-streaming's consumer (the
     dependency is pinned below the next minor version for this reason)."""
     from engine.settings import Settings
-    from streams.worker.app import faust_app
+    from streams.runtime.faust_app import faust_app
 
     app = faust_app(Settings(data_dir=tmp_path, broker="127.0.0.1:1"), 3)
     consumer = app.consumer

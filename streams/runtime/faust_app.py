@@ -1,0 +1,92 @@
+"""The worker's Faust application class and the helpers every service uses to subscribe to a topic.
+
+:class:`DriftApp` is Faust's app with this project's transport (:mod:`streams.runtime.transport`); it is built by
+:func:`faust_app` from one :class:`Settings` and never falls back to defaults.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+import faust
+
+from engine.errors import ConfigurationError, PayloadError
+from engine.settings import Settings
+from streams.runtime.transport import FastLane, credentials, transport_class
+from streams.wire.topics import app_id
+
+T = TypeVar("T")
+DeadLetter = Callable[[Any, str], Awaitable[None]]  # (Faust event or message, reason)
+
+
+class Closing(Protocol):
+    async def close(self) -> None: ...
+
+
+class DriftApp(faust.App):
+    settings: Settings | None = None
+    runtime: Closing | None = None  # closed when the app stops (the worker's shared objects)
+    fast_lanes: dict[str, FastLane] | None = None  # topic -> batch handler, see streams.runtime.transport
+
+    async def on_stop(self) -> None:
+        if self.runtime is not None:
+            await self.runtime.close()
+        await super().on_stop()
+
+    def _new_transport(self) -> Any:
+        if self.settings is None:  # faust_app() sets it: a worker never runs on default settings
+            raise ConfigurationError("the Faust app has no settings (build it with streams.runtime.faust_app)")
+        return transport_class(self.settings)(self.conf.broker_consumer, self)
+
+
+def faust_app(settings: Settings, partitions: int) -> DriftApp:
+    faust_dir = settings.data_dir / "faust"
+    faust_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
+    app = DriftApp(
+        app_id(settings),
+        broker=f"kafka://{settings.broker}",
+        broker_credentials=credentials(settings),
+        store="memory://",
+        datadir=str(faust_dir / "{conf.name}"),
+        autodiscover=False,
+        topic_partitions=partitions,
+        topic_replication_factor=1,
+        broker_session_timeout=6,
+        broker_heartbeat_interval=1,
+        broker_rebalance_timeout=5,
+        broker_commit_interval=0.5,
+        consumer_auto_offset_reset="earliest",
+        producer_linger=0.05,  # Faust's producer carries only table changelogs
+        producer_max_batch_size=256 * 1024,
+        stream_wait_empty=False,
+        table_standby_replicas=0,
+        web_enabled=True,
+        web_bind=settings.web_host,
+        web_host=settings.web_host,
+        web_port=settings.web_port,
+        web_in_thread=False,
+    )
+    app.settings = settings
+    return app
+
+
+def raw_topic(app: DriftApp, name: str) -> Any:
+    return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+
+
+async def decoded_events(
+    dead_letter: DeadLetter, stream: Any, decode_record: Callable[[Any, Any], T]
+) -> AsyncIterator[tuple[Any, T, float]]:
+    """A Faust agent's events, not acked, as (event, decoded value, arrival time); a record that does not
+    decode is dead-lettered and acked here, and processing goes on."""
+    async for event in stream.noack().events():
+        received = time.monotonic()
+        try:
+            value = decode_record(event.key, event.value)
+        except PayloadError as exc:
+            await dead_letter(event, str(exc))
+            event.ack()
+            continue
+        yield event, value, received
