@@ -10,7 +10,8 @@ from pathlib import Path
 from engine.errors import PropositionFileError
 from engine.models import Dimension, Persona
 from engine.personas import load_persona
-from engine.propositions import PropositionSet, load_set, validate_tree
+from engine.proposition_tree import validate_tree
+from engine.propositions import PropositionSet, load_set
 from engine.propositions.loader import FileCache
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import FileIssue, PropositionFileError
-from engine.formats.registry import FileKind
+from engine.formats.registry import FileKind, top_keys
 from engine.models import Persona
 from engine.propositions.issues import validate_document
 from engine.propositions.loader import PERSONAS_FOLDER, YAML_SUFFIX, check_agent_id, require_directory
@@ -172,4 +172,11 @@ def _is_fragment(document: Document) -> bool:
 
 FRAGMENT_KIND = FileKind(
     "persona-fragment", "a persona fragment (merged onto personas)", _is_fragment, read_fragment_file
+)
+
+PERSONA_KIND = FileKind(
+    "persona",
+    "a persona specification",
+    lambda d: {"id", "name"} <= top_keys(d),
+    lambda path: read_persona_file(path)[1],
 )

@@ -17,15 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.errors import FileIssue, PropositionFileError
+from engine.errors import FileIssue
 from engine.propositions.yamlsource import Document, read_yaml
 
 #: ``module:attribute`` of every FileKind, most specific first (the first whose ``detect`` is true wins).
 KIND_PROVIDERS: tuple[str, ...] = (
-    "engine.formats.registry:PROPOSITIONS",
-    "engine.formats.registry:INTERVENTIONS",
+    "engine.propositions.kind:KIND",
+    "engine.interventions.kind:KIND",
     "engine.formats.plexus.kind:KIND",
-    "engine.formats.registry:PERSONA",
+    "engine.personas:PERSONA_KIND",
     "engine.formats.metareason.kind:KIND",
     "engine.formats.agentv.kind:KIND",
     "engine.simulation.scenario:KIND",
@@ -91,40 +91,3 @@ def expand(paths: Iterable[Path]) -> list[Path]:
         else:
             files.append(path)
     return files
-
-
-# -- the project's own kinds -------------------------------------------------------------------------------
-
-
-def _propositions(path: Path) -> list[FileIssue]:
-    from engine.propositions.loader import read_file
-
-    return read_file(path)[1]
-
-
-def _interventions(path: Path) -> list[FileIssue]:
-    from engine.interventions.loader import load_intervention_files
-
-    try:
-        load_intervention_files([path], path.parent.parent)
-    except PropositionFileError as exc:
-        return list(exc.issues)
-    return []
-
-
-def _persona(path: Path) -> list[FileIssue]:
-    from engine.personas import read_persona_file
-
-    return read_persona_file(path)[1]
-
-
-PROPOSITIONS = FileKind(
-    "propositions",
-    "a proposition set (seed 000)",
-    lambda d: {"dimension", "propositions"} <= top_keys(d),
-    _propositions,
-)
-INTERVENTIONS = FileKind(
-    "interventions", "intervention definitions", lambda d: "interventions" in top_keys(d), _interventions
-)
-PERSONA = FileKind("persona", "a persona specification", lambda d: {"id", "name"} <= top_keys(d), _persona)

@@ -24,7 +24,6 @@ from engine.propositions.models import (
     Window,
 )
 from engine.propositions.templates import TEMPLATE_VARIABLES, placeholders, render_claim
-from engine.propositions.tree import TreeReport, check_tree, validate_tree
 
 __all__ = [
     "ACTION_LEVEL_WINDOW_DEFAULTS",
@@ -33,14 +32,11 @@ __all__ = [
     "Proposition",
     "PropositionFile",
     "PropositionSet",
-    "TreeReport",
     "Window",
-    "check_tree",
     "list_agents",
     "list_dimensions",
     "load_file",
     "load_set",
     "placeholders",
     "render_claim",
-    "validate_tree",
 ]

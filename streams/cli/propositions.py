@@ -86,7 +86,7 @@ def validate(directory: DirArg = None) -> None:
     """
     from engine.errors import PropositionFileError
     from engine.interventions import load_interventions
-    from engine.propositions import check_tree
+    from engine.proposition_tree import check_tree
 
     root = _directory(directory)
     report = check_tree(root)

@@ -9,7 +9,8 @@ import pytest
 from engine.errors import PropositionFileError
 from engine.library import PropositionLibrary
 from engine.models import GATE_DIMENSIONS, Dimension
-from engine.propositions import check_tree, load_set
+from engine.proposition_tree import check_tree
+from engine.propositions import load_set
 from engine.propositions.templates import unknown_placeholders
 from engine.settings import BUNDLED_PROPOSITIONS
 from tests.conftest import Write

@@ -10,7 +10,8 @@ import pytest
 
 from engine.models import Dimension, EventKind, TargetType
 from engine.personas import load_personas
-from engine.propositions import check_tree, list_agents, list_dimensions, load_set
+from engine.proposition_tree import check_tree
+from engine.propositions import list_agents, list_dimensions, load_set
 from engine.propositions.templates import unknown_placeholders
 from engine.settings import BUNDLED_PROPOSITIONS, REPO_ROOT
 

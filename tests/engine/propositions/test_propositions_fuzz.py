@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from engine.errors import PropositionFileError
 from engine.models import Dimension
 from engine.personas import load_persona
-from engine.propositions import PropositionFile, load_file, load_set, validate_tree
+from engine.proposition_tree import validate_tree
+from engine.propositions import PropositionFile, load_file, load_set
 
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.propositions import check_tree, validate_tree
+from engine.proposition_tree import check_tree, validate_tree
 from tests.conftest import Write
 
 

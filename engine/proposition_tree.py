@@ -12,6 +12,7 @@ from pathlib import Path
 
 from engine.errors import FileIssue, PropositionFileError
 from engine.models import Dimension
+from engine.personas import persona_files, read_persona_file
 from engine.propositions.loader import (
     PERSONAS_FOLDER,
     YAML_SUFFIX,
@@ -129,8 +130,6 @@ def _merge_issues(default: LoadedFile | None, agent: LoadedFile, dimension: Dime
 
 
 def _check_personas(directory: Path) -> tuple[int, list[FileIssue]]:
-    from engine.personas import persona_files, read_persona_file  # engine.personas imports this package
-
     issues: list[FileIssue] = []
     paths = persona_files(directory)
     for path in paths:
