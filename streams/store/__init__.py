@@ -6,12 +6,7 @@ here so ``from streams.store import Store`` is the one way in. May import: :mod:
 :mod:`streams.wire`; nothing else under :mod:`streams`.
 """
 
-from streams.store.postgres import (
-    DuplicateRequest,
-    PostgresEvaluationStore,
-    PostgresMessageSource,
-    Store,
-    StoredRun,
-)
+from streams.store.evaluations import DuplicateRequest, PostgresEvaluationStore, PostgresMessageSource, StoredRun
+from streams.store.postgres import Store
 
 __all__ = ["DuplicateRequest", "PostgresEvaluationStore", "PostgresMessageSource", "Store", "StoredRun"]
