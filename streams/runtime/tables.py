@@ -20,6 +20,9 @@ from typing import Any
 
 import orjson
 
+from engine.errors import ConfigurationError
+from streams.runtime.faust_private import table_store_url
+
 table_partition: ContextVar[int | None] = ContextVar("table_partition", default=None)
 """The source partition of the record whose effects are being written (a changelog partition must match it)."""
 
@@ -27,7 +30,17 @@ Send = Callable[[str, bytes, bytes | None, int | None], Awaitable[asyncio.Future
 
 
 class DirectTable(MutableMapping[str, Any]):
+    """A Faust table with an in-memory store, written directly (see the module docstring).
+
+    A persisted store (``rocksdb://``…) is refused: Faust records the changelog offsets it has applied with
+    every write it makes itself, and a direct write would skip that bookkeeping, so a restart would replay
+    or lose state silently.
+    """
+
     def __init__(self, table: Any, send: Send) -> None:
+        url = table_store_url(table)
+        if not url.startswith("memory:"):
+            raise ConfigurationError(f"table {table.name!r}: direct writes need a memory:// store, not {url}")
         self._table = table
         self._send = send
         self._dirty: dict[str, int] = {}  # key -> changelog partition

@@ -22,6 +22,7 @@ from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import TP
 
 from engine.settings import Settings
+from streams.runtime import faust_private as private
 from streams.runtime.undecodable import SkippedBatch, guard_fetcher, unfetchable
 from streams.wire.kafka import client_kwargs, ssl_context, true_end_offsets
 
@@ -38,8 +39,8 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
         skipped: collections.deque[SkippedBatch]  # undecodable batches, reported by FastLanes (thread-safe)
 
         async def _fetch_records(self, consumer: Any, *args: Any, **kwargs: Any) -> Any:
-            if consumer._fetcher is not None:
-                guard_fetcher(consumer._fetcher, self.skipped)  # a bad batch is skipped, never raised
+            if (fetcher := private.kafka_fetcher(consumer)) is not None:
+                guard_fetcher(fetcher, self.skipped)  # a bad batch is skipped, never raised
             try:
                 return await super()._fetch_records(consumer, *args, **kwargs)
             except RecordTooLargeError as exc:
@@ -50,7 +51,7 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
 
         def _create_worker_consumer(self, transport: Any) -> Any:
             consumer = super()._create_worker_consumer(transport)
-            consumer._fetch_max_wait_ms = settings.fetch_max_wait_ms
+            private.set_fetch_max_wait(consumer, settings.fetch_max_wait_ms)
             return consumer
 
         async def _highwaters(self, partitions: list[Any]) -> Any:
@@ -106,7 +107,7 @@ class FastLanes:
             await super()._drain_messages(fetcher)  # type: ignore[misc]
             return
         try:
-            while not (consumer._stopped.is_set() or fetcher._stopped.is_set()):
+            while not private.fetch_loop_stopped(consumer, fetcher):
                 await drain_once(consumer, lanes)
                 await report_skipped(consumer)
                 await asyncio.sleep(0)
@@ -121,12 +122,12 @@ async def drain_once(consumer: Any, lanes: Mapping[str, FastLane]) -> None:
     generation = consumer.app.consumer_generation_id
     batches: dict[str, list[Any]] = {}
     async for tp, message in consumer.getmany(timeout=1.0):
-        read = consumer._read_offset[tp]
+        read = private.read_offset(consumer, tp)
         if read is not None and message.offset < read:
             continue  # already seen before a seek
         if read is not None and message.offset - read > 1 and consumer.app.topics.acks_enabled_for(tp.topic):
-            await consumer._add_gap(tp, read + 1, message.offset)  # lets commits pass offsets that never come
-        consumer._read_offset[tp] = message.offset
+            await private.add_gap(consumer, tp, read + 1, message.offset)  # lets commits pass offsets that never come
+        private.set_read_offset(consumer, tp, message.offset)
         lane = lanes.get(tp.topic)
         if lane is None:
             await consumer.wait_first(consumer.callback(message), consumer.suspend_flow.wait())
@@ -153,13 +154,13 @@ async def _hand_over(consumer: Any, lane: FastLane, batch: list[Any], generation
         await lane(batch)
         return
     for message in batch:
-        consumer._unacked_messages.discard(message)
+        private.release(consumer, message)
 
 
 async def report_skipped(consumer: Any) -> None:
     """Dead-letter the batches the fetcher skipped (see :mod:`streams.runtime.undecodable`), then let offset commits
     pass them: the dead letter is on the broker before the offsets it stands for can be committed."""
-    skipped: collections.deque[SkippedBatch] | None = getattr(getattr(consumer, "_thread", None), "skipped", None)
+    skipped: collections.deque[SkippedBatch] | None = getattr(private.consumer_thread(consumer), "skipped", None)
     runtime = getattr(consumer.app, "runtime", None)
     while skipped and runtime is not None:
         batch = skipped[0]
@@ -171,8 +172,8 @@ async def report_skipped(consumer: Any) -> None:
             return
         skipped.popleft()
         tp = TP(batch.topic, batch.partition)
-        read = consumer._read_offset[tp]
+        read = private.read_offset(consumer, tp)
         if read is None or read < batch.last:
-            consumer._read_offset[tp] = batch.last
+            private.set_read_offset(consumer, tp, batch.last)
         if consumer.app.topics.acks_enabled_for(batch.topic):
-            await consumer._add_gap(tp, batch.first, batch.last)
+            await private.add_gap(consumer, tp, batch.first, batch.last)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from streams.runtime import faust_private as private
+
 log = logging.getLogger(__name__)
 
 
@@ -42,17 +44,18 @@ class GuardedRecords(collections.OrderedDict[Any, Any]):
             self[tp] = result
 
     def __setitem__(self, tp: Any, result: Any) -> None:
-        records: Any = getattr(result, "_partition_records", None)
-        iterator = getattr(records, "_records_iterator", None)
+        records: Any = private.partition_records(result)
+        iterator = private.records_iterator(records)
         if iterator is not None and not isinstance(iterator, _Guarded):
-            records._records_iterator = _Guarded(records, iterator, self.skipped)
+            private.replace_records_iterator(records, _Guarded(records, iterator, self.skipped))
         super().__setitem__(tp, result)
 
 
 def guard_fetcher(fetcher: Any, skipped: collections.deque[SkippedBatch]) -> None:
     """Install :class:`GuardedRecords` on an aiokafka fetcher (once)."""
-    if not isinstance(fetcher._records, GuardedRecords):
-        fetcher._records = GuardedRecords(fetcher._records, skipped)
+    results = private.fetch_results(fetcher)
+    if not isinstance(results, GuardedRecords):
+        private.replace_fetch_results(fetcher, GuardedRecords(results, skipped))
 
 
 class _Guarded(Iterator[Any]):
@@ -77,7 +80,7 @@ class _Guarded(Iterator[Any]):
             raise StopIteration from None
 
     def _skip(self, exc: Exception) -> None:
-        tp = self._records._tp
+        tp = private.records_partition(self._records)
         first = int(self._records.next_fetch_offset)
         batch = failing_batch(exc.__traceback__)
         if batch is not None and int(batch.next_offset) > first:  # else a stale earlier batch: one offset only
@@ -98,8 +101,8 @@ def failing_batch(tb: TracebackType | None) -> Any:
     batch = None
     while tb is not None:
         frame = tb.tb_frame
-        if frame.f_code.co_name == "_unpack_records":
-            batch = frame.f_locals.get("next_batch")
+        if frame.f_code.co_name == private.UNPACK_FUNCTION:
+            batch = frame.f_locals.get(private.UNPACK_BATCH_LOCAL)
         tb = tb.tb_next
     return batch if batch is not None and hasattr(batch, "next_offset") else None
 

@@ -9,15 +9,14 @@ import asyncio
 import hashlib
 import logging
 import time
-import weakref
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from faust.events import Event
-from faust.streams import _current_event
 
 from engine.errors import PayloadError
+from streams.runtime import faust_private
 from streams.runtime.dispatch import KeyedDispatcher
 from streams.runtime.history import record_key
 from streams.runtime.output import OutputBatch
@@ -196,7 +195,7 @@ class StateLane:
 
     async def _count(self, record: Any, added: int, last: Message) -> None:
         event = Event(self.rt.app, record.key, record.value, record.headers, record)
-        _current_event.set(weakref.ref(event))  # Faust's table writes follow this event's partition
+        faust_private.set_current_event(event)  # Faust's table writes follow this event's partition
         before = self.counts[last.agent_id].current()
         self.counts[last.agent_id] += added
         if before < self.rt.settings.eval_threshold <= before + added:

@@ -5,9 +5,11 @@ Each test runs in its own task, so setting ``table_partition`` does not leak int
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import pytest
 
+from engine.errors import ConfigurationError
 from streams.runtime.tables import DirectTable, table_partition
 
 Sent = list[tuple[str, bytes, bytes | None, int | None]]
@@ -19,11 +21,15 @@ class FakeTopic:
 
 
 class FakeTable:
-    """A stand-in for a Faust table: its in-memory store and its changelog topic."""
+    """A stand-in for a Faust table: its in-memory store, its store URL and its changelog topic."""
 
-    def __init__(self) -> None:
+    name = "recent-messages"
+
+    def __init__(self, store: str | None = None, app_store: str = "memory://") -> None:
         self.data: dict[str, object] = {}
         self.changelog_topic = FakeTopic()
+        self._store = store
+        self.app = SimpleNamespace(conf=SimpleNamespace(store=app_store))
 
 
 def make_table(sent: Sent, *, settle: bool = True) -> tuple[DirectTable, list[asyncio.Future[object]]]:
@@ -98,3 +104,15 @@ async def test_a_write_without_a_source_partition_is_refused() -> None:
     table, _ = make_table([])
     with pytest.raises(RuntimeError, match="partition"):
         table["pam"] = [1]
+
+
+@pytest.mark.parametrize(("store", "app_store"), [("rocksdb://", "memory://"), (None, "rocksdb://")])
+def test_a_persisted_table_store_is_refused(store: str | None, app_store: str) -> None:
+    """Direct writes skip Faust's persisted-offset bookkeeping: only an in-memory store is safe."""
+
+    async def send(topic: str, key: bytes, value: bytes | None, partition: int | None) -> asyncio.Future[object]:
+        raise AssertionError("never sent")
+
+    with pytest.raises(ConfigurationError, match="memory://"):
+        DirectTable(FakeTable(store, app_store), send)
+    DirectTable(FakeTable(None, "memory://"), send)  # the worker's own configuration

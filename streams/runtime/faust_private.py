@@ -1,0 +1,141 @@
+"""Every private name of Faust, mode and aiokafka this project touches, in one place.
+
+The worker goes below Faust's public API in three spots, each for a measured reason (docs/gate-design.md):
+the fast lanes (:mod:`streams.runtime.transport`) drive Faust's consumer bookkeeping themselves, undecodable
+batches (:mod:`streams.runtime.undecodable`) are skipped inside aiokafka's fetcher, and the gate's tables
+(:mod:`streams.runtime.tables`, :mod:`streams.worker.lanes`) write the in-memory store directly. Reads and
+writes of private attributes go through the functions below; methods overridden by subclasses elsewhere are
+listed in :data:`PRIVATE_NAMES` too. ``tests/streams/test_faust_private.py`` checks every entry against the
+installed libraries, so an upgrade that moves one fails there, not in production; ``pyproject.toml`` pins
+the upper bounds of faust-streaming, mode-streaming and aiokafka for the same reason.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from faust.streams import _current_event
+from faust.types import TP
+
+#: (owner, name, kind): ``owner`` is ``module:Class``, ``module:Class.function`` or ``module``; ``kind`` is
+#: ``method`` (defined on the class or a base), ``attribute`` (assigned as ``self.<name>`` in the class or a
+#: base), ``local`` (a local variable of the function) or ``global`` (a module attribute).
+PRIVATE_NAMES: tuple[tuple[str, str, str], ...] = (
+    # overridden by streams.runtime.transport
+    ("faust.transport.drivers.aiokafka:AIOKafkaConsumerThread", "_fetch_records", "method"),
+    ("faust.transport.drivers.aiokafka:AIOKafkaConsumerThread", "_create_worker_consumer", "method"),
+    ("faust.transport.drivers.aiokafka:AIOKafkaConsumerThread", "_highwaters", "method"),
+    ("faust.transport.drivers.aiokafka:Consumer", "_new_consumer_thread", "method"),
+    ("faust.transport.drivers.aiokafka:Consumer", "_drain_messages", "method"),
+    # overridden by streams.worker.runner
+    ("mode.worker:Worker", "_on_sigint", "method"),
+    ("mode.worker:Worker", "_on_sigterm", "method"),
+    ("mode.worker:Worker", "_gather_all", "method"),
+    # read or written through the functions below
+    ("faust.transport.drivers.aiokafka:Consumer", "_read_offset", "attribute"),
+    ("faust.transport.drivers.aiokafka:Consumer", "_unacked_messages", "attribute"),
+    ("faust.transport.drivers.aiokafka:Consumer", "_add_gap", "method"),
+    ("faust.transport.drivers.aiokafka:Consumer", "_thread", "attribute"),
+    ("faust.transport.drivers.aiokafka:Consumer", "_stopped", "attribute"),
+    ("faust.transport.consumer:Fetcher", "_stopped", "attribute"),
+    ("faust.streams", "_current_event", "global"),
+    ("faust.tables.base:Collection", "_store", "attribute"),
+    ("aiokafka.consumer.consumer:AIOKafkaConsumer", "_fetcher", "attribute"),
+    ("aiokafka.consumer.consumer:AIOKafkaConsumer", "_fetch_max_wait_ms", "attribute"),
+    ("aiokafka.consumer.fetcher:Fetcher", "_records", "attribute"),
+    ("aiokafka.consumer.fetcher:FetchResult", "_partition_records", "attribute"),
+    ("aiokafka.consumer.fetcher:PartitionRecords", "_records_iterator", "attribute"),
+    ("aiokafka.consumer.fetcher:PartitionRecords", "_tp", "attribute"),
+    ("aiokafka.consumer.fetcher:PartitionRecords", "_unpack_records", "method"),
+    ("aiokafka.consumer.fetcher:PartitionRecords._unpack_records", "next_batch", "local"),
+)
+
+#: aiokafka's record generator and its local holding the batch being unpacked (found in a traceback).
+UNPACK_FUNCTION = "_unpack_records"
+UNPACK_BATCH_LOCAL = "next_batch"
+
+
+# -- Faust's consumer (the fast lanes) -------------------------------------------------------------------
+
+
+def read_offset(consumer: Any, tp: TP) -> int | None:
+    """The offset Faust's consumer last read on ``tp`` (None before the first record)."""
+    offset: int | None = consumer._read_offset[tp]
+    return offset
+
+
+def set_read_offset(consumer: Any, tp: TP, offset: int) -> None:
+    consumer._read_offset[tp] = offset
+
+
+async def add_gap(consumer: Any, tp: TP, first: int, last: int) -> None:
+    """Let offset commits pass ``first..last``, offsets that will never be acked (absent or skipped)."""
+    await consumer._add_gap(tp, first, last)
+
+
+def release(consumer: Any, message: Any) -> None:
+    """Forget a tracked message that will not be handled here (fetched again after a rebalance)."""
+    consumer._unacked_messages.discard(message)
+
+
+def fetch_loop_stopped(consumer: Any, fetcher: Any) -> bool:
+    return bool(consumer._stopped.is_set() or fetcher._stopped.is_set())
+
+
+def consumer_thread(consumer: Any) -> Any:
+    """The thread service behind Faust's consumer (None before it is created)."""
+    return getattr(consumer, "_thread", None)
+
+
+# -- aiokafka's consumer and fetcher (undecodable batches) ----------------------------------------------------
+
+
+def kafka_fetcher(kafka_consumer: Any) -> Any:
+    """aiokafka's fetcher of a consumer (None before the consumer starts)."""
+    return kafka_consumer._fetcher
+
+
+def set_fetch_max_wait(kafka_consumer: Any, wait_ms: int) -> None:
+    """Faust hard-codes 1500 ms; the embedded broker answers faster with a shorter wait."""
+    kafka_consumer._fetch_max_wait_ms = wait_ms
+
+
+def fetch_results(fetcher: Any) -> Any:
+    """The fetcher's completed fetches (a dict of TP -> FetchResult)."""
+    return fetcher._records
+
+
+def replace_fetch_results(fetcher: Any, results: Any) -> None:
+    fetcher._records = results
+
+
+def partition_records(result: Any) -> Any:
+    """A FetchResult's record iterator (None once consumed)."""
+    return getattr(result, "_partition_records", None)
+
+
+def records_iterator(records: Any) -> Any:
+    return getattr(records, "_records_iterator", None)
+
+
+def replace_records_iterator(records: Any, iterator: Any) -> None:
+    records._records_iterator = iterator
+
+
+def records_partition(records: Any) -> TP:
+    tp: TP = records._tp
+    return tp
+
+
+# -- Faust's tables --------------------------------------------------------------------------------------
+
+
+def table_store_url(table: Any) -> str:
+    """The store URL a Faust table uses: its own, or the app's default (``memory://``, ``rocksdb://``…)."""
+    return str(table._store or table.app.conf.store)
+
+
+def set_current_event(event: Any) -> None:
+    """Make ``event`` Faust's current event: Faust's own table writes take their changelog partition from it."""
+    _current_event.set(weakref.ref(event))
