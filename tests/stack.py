@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -78,6 +79,22 @@ class Scenario:
         worker = Worker(args, environ, self.tmp / f"worker-{len(self.workers)}.log")
         self.workers.append(worker)
         return worker
+
+    async def until_configured(self, agent: str, timeout_s: float = 20.0, **expected: Any) -> None:
+        """Wait until every started worker gates ``agent`` with ``expected`` (its ``/configs/{agent}`` page)."""
+        ports = [w.env["DRIFT_WEB_PORT"] for w in self.workers if w.process is not None and w.process.poll() is None]
+        assert ports, "no worker started"
+
+        async def applied() -> bool:
+            async with httpx.AsyncClient(timeout=2.0) as client:
+                for port in ports:
+                    reply = await client.get(f"http://127.0.0.1:{port}/configs/{agent}")
+                    config = reply.json().get("config") if reply.status_code == 200 else None
+                    if not config or any(config.get(k) != v for k, v in expected.items()):
+                        return False
+            return True
+
+        assert await eventually(applied, timeout_s), f"{agent}: {expected} not applied by every worker"
 
     def rules(self, text: str) -> str:
         path = self.tmp / f"rules-{uuid.uuid4().hex[:6]}.yaml"

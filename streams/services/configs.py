@@ -58,6 +58,10 @@ class ConfigCache:
             self._pending_registration[agent_id] = agent_name
         return config
 
+    def known(self, agent_id: str) -> AgentConfig | None:
+        """The configuration this worker holds for ``agent_id``, or None (read-only: registers nothing)."""
+        return self._configs.get(agent_id)
+
     def apply(self, agent_id: str, config: AgentConfig) -> None:
         self._configs[agent_id] = config
 

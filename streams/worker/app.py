@@ -53,6 +53,7 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     steps = install_steps(app, rt)
     deps.view, deps.feed = steps.view, steps.feed  # the gate judges with the conversation the steps service sees
     _install_lifecycle(app, rt, configs)
+    _install_config_page(app, configs)
     return app, rt
 
 
@@ -135,6 +136,17 @@ async def open_store(rt: Runtime, configs: ConfigCache) -> None:
             delay = min(delay * 2, STORE_RETRY_MAX_S)
     rt.waiting_for = None
     rt.store_ready.set()
+
+
+def _install_config_page(app: DriftApp, configs: ConfigCache) -> None:
+    @app.page("/configs/{agent_id}")
+    async def config_page(web: Any, request: Any, agent_id: str) -> Any:
+        """The configuration this worker gates ``agent_id`` with (404 before it has one): what ``drift config
+        set`` changed is visible here once the worker applied it."""
+        config = configs.known(agent_id)
+        if config is None or not configs.loaded:
+            return web.json({"agent_id": agent_id, "config": None}, status=404)
+        return web.json({"agent_id": agent_id, "config": config.model_dump(mode="json")})
 
 
 def _install_lifecycle(app: DriftApp, rt: Runtime, configs: ConfigCache) -> None:

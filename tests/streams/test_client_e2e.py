@@ -47,7 +47,7 @@ async def gate_checks(scenario: Scenario, agent: str, **changes: Any) -> None:
     async with await Store.connect(scenario.settings.database()) as store:
         config = await store.set_config(agent, changes)
     assert await publish_config(scenario.settings, agent, config.model_dump())
-    await asyncio.sleep(0.5)
+    await scenario.until_configured(agent, **changes)
 
 
 async def test_check_returns_the_verdict_of_its_own_draft(shared: Scenario) -> None:

@@ -42,6 +42,7 @@ async def configure(scenario: Scenario, agent: str, **changes: Any) -> None:
     async with await Store.connect(scenario.settings.database()) as store:
         config = await store.set_config(agent, changes)
     await publish_config(scenario.settings, agent, config.model_dump())
+    await scenario.until_configured(agent, **changes)
 
 
 async def started(scenario: Scenario, rules: str = RULES) -> GateClient:
@@ -64,7 +65,6 @@ async def test_outcomes_pass_retry_forced_reject(scenario: Scenario) -> None:
         await configure(
             scenario, jim, gate_adherence_enabled=True, max_correction_attempts=1, continue_on_failure=False
         )
-        await asyncio.sleep(0.5)
 
         passed = await gate.check(agent_id=michael, text="That's what she said!")
         assert (passed.decision, passed.outcome, passed.scores["adherence"].score) == ("commit", "passed", 9.0)
@@ -105,7 +105,6 @@ async def test_timeout_similarity_and_disabled_gate(scenario: Scenario) -> None:
         await configure(scenario, pam, gate_adherence_enabled=True, gate_fluency_enabled=True)
         await configure(scenario, angela, gate_similarity_enabled=True)
         await configure(scenario, kevin, gate_enabled=False, gate_adherence_enabled=True)
-        await asyncio.sleep(0.5)
 
         timed = await gate.check(agent_id=pam, text="a slow answer about art")
         assert (timed.decision, timed.outcome) == ("commit", "timeout_pass_through")
@@ -134,7 +133,6 @@ async def test_an_action_that_bypassed_the_gate_counts_for_similarity(scenario: 
     gate = await started(scenario)
     try:
         await configure(scenario, dwight, gate_similarity_enabled=True, gate_adherence_enabled=True)
-        await asyncio.sleep(0.5)
         stimulus = "A boring memo: the fire drill is moved to Friday afternoon."
         action = "Bears eat beets, a boring fact, and I grow the finest beets in Scranton."
         await gate.publish_message(Message(message_id="s1", agent_id=dwight, text=stimulus, kind="stimulus"))
@@ -169,10 +167,9 @@ async def test_config_change_is_picked_up_live_via_cli(scenario: Scenario) -> No
             env=env, capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        changed_at = time.monotonic()
-        await asyncio.sleep(2.0)
+        await scenario.until_configured(oscar, gate_adherence_enabled=True)  # the worker polls its database
         after = await gate.check(agent_id=oscar, text="boring facts about accounting")
-        assert after.decision == "retry", f"config not applied {time.monotonic() - changed_at:.1f}s after set"
+        assert after.decision == "retry"
 
         bad = subprocess.run(
             [DRIFT, "config", "set", oscar, "gate_adherense_enabled=true"],

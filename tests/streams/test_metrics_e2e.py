@@ -60,6 +60,7 @@ async def _configure(scenario: Scenario, agent: str, **changes: Any) -> None:
     async with await Store.connect(scenario.settings.database()) as store:
         config = await store.set_config(agent, changes)
     await publish_config(scenario.settings, agent, config.model_dump())
+    await scenario.until_configured(agent, **changes)
 
 
 async def _traffic(scenario: Scenario) -> list[Verdict]:
@@ -67,7 +68,6 @@ async def _traffic(scenario: Scenario) -> list[Verdict]:
     judged, similar = f"holly-{tag}", f"gabe-{tag}"
     await _configure(scenario, judged, gate_adherence_enabled=True, gate_fluency_enabled=True)
     await _configure(scenario, similar, gate_similarity_enabled=True)
-    await asyncio.sleep(0.6)
     async with GateClient(settings=scenario.settings, timeout_s=20) as gate:
         verdicts = [
             await gate.check(agent_id=judged, text="Let's all do the worm at the party!"),

@@ -35,7 +35,8 @@ async def test_two_workers_share_partitions_and_hand_over_state(scenario: Scenar
         for agent in agents:
             config = await store.set_config(agent, {"gate_similarity_enabled": True})
             await publish_config(scenario.settings, agent, config.model_dump())
-    await asyncio.sleep(1.5)  # both workers poll the configuration every second
+    for agent in agents:
+        await scenario.until_configured(agent, gate_similarity_enabled=True)  # on both workers
 
     async with GateClient(settings=scenario.settings, timeout_s=40) as gate:
         originals = [f"{agent} files the quarterly paper supply report on time" for agent in agents]

@@ -262,7 +262,7 @@ async def _send_marked_drafts(scenario: Scenario) -> None:
     async with await Store.connect(scenario.settings.database()) as store:
         config = await store.set_config(agent, {"gate_adherence_enabled": True, "gate_similarity_enabled": True})
     await publish_config(scenario.settings, agent, config.model_dump())
-    await asyncio.sleep(0.5)
+    await scenario.until_configured(agent, gate_adherence_enabled=True, gate_similarity_enabled=True)
     async with GateClient(settings=scenario.settings, timeout_s=20) as gate:
         await gate.check(agent_id=agent, text=f"Welcome to {MARKER}, the finest branch.")
         await gate.check(agent_id=agent, text=f"A monotone memo about {MARKER}.")

@@ -41,6 +41,7 @@ async def configure(scenario: Scenario, agent: str, **changes: Any) -> None:
     async with await Store.connect(scenario.settings.database()) as store:
         config = await store.set_config(agent, changes)
     await publish_config(scenario.settings, agent, config.model_dump())
+    await scenario.until_configured(agent, **changes)
 
 
 async def started(scenario: Scenario, **env: str) -> GateClient:
@@ -69,7 +70,6 @@ async def test_repetition_variety_and_one_record_per_step(scenario: Scenario) ->
         await configure(scenario, michael, repetition_suppression_enabled=True)
         await configure(scenario, pam, variety_intervention_enabled=True, variety_message_threshold=3)
         await configure(scenario, jim, variety_intervention_enabled=True, variety_message_threshold=3)
-        await asyncio.sleep(0.5)
 
         empty = await gate.step(run_id=run, step=0, agent_ids=[kevin], channel="sales")
         assert (empty.step, empty.directives) == (0, [])
@@ -117,7 +117,6 @@ async def test_malformed_steps_go_to_the_dlq_and_slow_checks_time_out(scenario: 
     gate = await started(scenario, DRIFT_STEP_DEADLINE_S="1.5")
     try:
         await configure(scenario, dwight, variety_intervention_enabled=True, variety_message_threshold=1)
-        await asyncio.sleep(0.5)
         await raw_step(scenario, run.encode(), b"{not json")
         await raw_step(scenario, run.encode(), orjson.dumps({"run_id": run, "agent_ids": [dwight]}))  # no step
         await raw_step(scenario, b"another-run", orjson.dumps({"run_id": run, "step": 7, "agent_ids": [dwight]}))
