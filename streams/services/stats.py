@@ -7,11 +7,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from prometheus_client import Histogram
 
 from engine.gate import AttemptResult
+from engine.judges.base import Judge, JudgeRequest, JudgeResult
 from engine.models import ZERO_USAGE, TokenUsage
 
 LATENCY_WINDOW = 10_000
+#: Histogram buckets (seconds) of verdict and judge latency: a local judge answers in milliseconds, an LLM in
+#: seconds, and the judge deadline is a few seconds.
+LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 #: Outcomes of an attempt whose checks failed (TinyTroupe: a failed regeneration when the attempt is > 1).
 FAILED_OUTCOMES = frozenset({"corrected", "forced_through", "rejected"})
 #: Outcomes of an attempt the gate did not judge: the agent chose silence, or it is below the minimum of actions.
@@ -56,6 +61,17 @@ class GateStats:
     usage: TokenUsage = ZERO_USAGE
     dead_letters: int = 0
     latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
+    #: per-worker histograms (not in prometheus_client's global registry: several workers share a process in tests)
+    verdict_latency: Histogram = field(
+        default_factory=lambda: Histogram(
+            "drift_verdict_latency_seconds", "Draft arrival to verdict sent.", buckets=LATENCY_BUCKETS_S, registry=None
+        )
+    )
+    judge_latency: Histogram = field(
+        default_factory=lambda: Histogram(
+            "drift_judge_latency_seconds", "One judge call (every caller).", buckets=LATENCY_BUCKETS_S, registry=None
+        )
+    )
 
     def record(self, result: AttemptResult, outcome: str, attempt: int, latency_ms: float) -> None:
         self.attempts += 1
@@ -82,6 +98,7 @@ class GateStats:
             self.judge_calls += result.judge_calls
             self.usage = self.usage + result.usage
         self.latencies_ms.append(latency_ms)
+        self.verdict_latency.observe(latency_ms / 1000.0)
 
     def _regeneration(self, result: AttemptResult, *, failed: bool) -> None:
         """TinyTroupe's regeneration statistics: a regeneration is a judged attempt after the first."""
@@ -117,3 +134,19 @@ class GateStats:
             "token_usage": self.usage.as_dict(),
             "dead_letters": self.dead_letters,
         }
+
+
+class TimedJudge:
+    """A judge whose every call's duration goes into ``stats.judge_latency`` (errors and timeouts included)."""
+
+    def __init__(self, inner: Judge, stats: GateStats) -> None:
+        self._inner = inner
+        self._stats = stats
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    async def evaluate(self, request: JudgeRequest) -> JudgeResult:
+        with self._stats.judge_latency.time():
+            return await self._inner.evaluate(request)

@@ -24,11 +24,13 @@ from streams.services.context import Runtime
 from streams.services.evaluations import install_evaluations
 from streams.services.gate import GateDeps
 from streams.services.sinks import run_sinks
+from streams.services.stats import GateStats, TimedJudge
 from streams.services.steps import install_steps
 from streams.store import Store
 from streams.wire.payloads import AgentConfigChange, decode
 from streams.wire.topics import Topics
 from streams.worker.lanes import COUNT_FLUSH_S, GateLane, StateLane
+from streams.worker.metrics import CONTENT_TYPE, exposition, metrics_registry
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +42,9 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     pending_table = app.Table("pending-attempts", default=list, partitions=partitions)
     configs = ConfigCache(None, wait_for_store=True)  # decides nothing until the stored configs are in
     library = PropositionLibrary(settings.propositions_dir)
-    limited = LimitedJudge(judge, settings.judge_concurrency)
-    deps = GateDeps(settings, limited, library, configs, _unset_sender, {}, {})
+    stats = GateStats()
+    limited = LimitedJudge(TimedJudge(judge, stats), settings.judge_concurrency)
+    deps = GateDeps(settings, limited, library, configs, _unset_sender, {}, {}, stats=stats)
     rt = Runtime(app, settings, deps)
     app.runtime = rt
     deps.send = rt.send
@@ -169,11 +172,11 @@ def _install_lifecycle(app: DriftApp, rt: Runtime, configs: ConfigCache) -> None
     async def stats_page(web: Any, request: Any) -> Any:
         return web.json(rt.deps.stats.snapshot())
 
+    registry = metrics_registry(rt.deps.stats)
+
     @app.page("/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:
-        from streams.worker.metrics import render_prometheus
-
-        return web.text(render_prometheus(rt.deps.stats.snapshot()), content_type="text/plain; version=0.0.4")
+        return web.bytes(exposition(registry), content_type=CONTENT_TYPE)
 
     async def announce(callback: Callable[[], None]) -> None:
         await rt.store_ready.wait()

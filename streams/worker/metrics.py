@@ -1,53 +1,85 @@
-"""Prometheus text exposition of the gate statistics (no message text, no secrets)."""
+"""Prometheus exposition of the gate statistics through ``prometheus_client`` (no message text, no secrets).
+
+Counters and gauges are read from :class:`GateStats` at scrape time (a custom collector); verdict and judge
+latency are histograms the gate observes as it goes. Each worker has its own registry, never
+``prometheus_client``'s global one. The names are documented in ``docs/operations.md``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
-def _line(name: str, value: Any, labels: dict[str, str] | None = None) -> str:
-    label = ""
-    if labels:
-        label = "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
-    return f"drift_{name}{label} {float(value)}"
+from streams.services.stats import GateStats
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def render_prometheus(snapshot: dict[str, Any]) -> str:
-    lines = [
-        "# HELP drift_attempts_total Draft attempts judged by this worker.",
-        "# TYPE drift_attempts_total counter",
-        _line("attempts_total", snapshot["attempts"]),
-        "# TYPE drift_outcomes_total counter",
-        *(_line("outcomes_total", n, {"outcome": k}) for k, n in snapshot["outcomes"].items()),
-        "# HELP drift_regenerations_total Judged attempts after the first (TinyTroupe's regenerations).",
-        "# TYPE drift_regenerations_total counter",
-        _line("regenerations_total", snapshot["regenerations"]),
-        "# TYPE drift_failed_regenerations_total counter",
-        _line("failed_regenerations_total", snapshot["failed_regenerations"]),
-        "# HELP drift_regeneration_failure_rate Failed regenerations / regenerations.",
-        "# TYPE drift_regeneration_failure_rate gauge",
-        _line("regeneration_failure_rate", snapshot["regeneration_failure_rate"]),
-        "# HELP drift_failed_score_mean Mean dimension score of failed regenerations.",
-        "# TYPE drift_failed_score_mean gauge",
-        *(_line("failed_score_mean", m["mean"], {"dimension": k}) for k, m in snapshot["failed_scores"].items()),
-        "# HELP drift_failed_score_sd Standard deviation (population) of the dimension scores of failed regenerations.",
-        "# TYPE drift_failed_score_sd gauge",
-        *(_line("failed_score_sd", m["sd"], {"dimension": k}) for k, m in snapshot["failed_scores"].items()),
-        "# TYPE drift_dimension_failures_total counter",
-        *(_line("dimension_failures_total", n, {"dimension": k}) for k, n in snapshot["dimension_failures"].items()),
-        "# TYPE drift_dimension_timeouts_total counter",
-        *(_line("dimension_timeouts_total", n, {"dimension": k}) for k, n in snapshot["dimension_timeouts"].items()),
-        "# TYPE drift_mean_score gauge",
-        *(_line("mean_score", v, {"dimension": k}) for k, v in snapshot["mean_scores"].items()),
-        "# TYPE drift_similarity_failures_total counter",
-        _line("similarity_failures_total", snapshot["similarity_failures"]),
-        "# TYPE drift_verdict_latency_ms gauge",
-        *(_line("verdict_latency_ms", v, {"quantile": q}) for q, v in snapshot["latency_ms"].items() if v is not None),
-        "# TYPE drift_judge_calls_total counter",
-        _line("judge_calls_total", snapshot["judge_calls"]),
-        "# TYPE drift_judge_tokens_total counter",
-        *(_line("judge_tokens_total", n, {"kind": k}) for k, n in snapshot["token_usage"].items()),
-        "# TYPE drift_dead_letters_total counter",
-        _line("dead_letters_total", snapshot["dead_letters"]),
-    ]
-    return "\n".join(lines) + "\n"
+def _counter(name: str, doc: str, value: float | None = None, label: str | None = None, by: Any = None) -> Metric:
+    family = CounterMetricFamily(f"drift_{name}", doc, labels=[label] if label else None)
+    if label:
+        for key, n in sorted(by.items()):
+            family.add_metric([key], float(n))
+    else:
+        family.add_metric([], float(value or 0))
+    return family
+
+
+def _gauge(name: str, doc: str, value: float | None = None, label: str | None = None, by: Any = None) -> Metric:
+    family = GaugeMetricFamily(f"drift_{name}", doc, labels=[label] if label else None)
+    if label:
+        for key, n in sorted(by.items()):
+            family.add_metric([key], float(n))
+    else:
+        family.add_metric([], float(value or 0))
+    return family
+
+
+class GateStatsCollector(Collector):
+    def __init__(self, stats: GateStats) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        s = self.stats.snapshot()
+        failed = s["failed_scores"]
+        yield _counter("attempts", "Draft attempts judged by this worker.", s["attempts"])
+        yield _counter("outcomes", "Attempts per outcome.", label="outcome", by=s["outcomes"])
+        yield _counter("regenerations", "Judged attempts after the first (TinyTroupe's regenerations).",
+                       s["regenerations"])  # fmt: skip
+        yield _counter("failed_regenerations", "Regenerations whose checks failed.", s["failed_regenerations"])
+        yield _gauge("regeneration_failure_rate", "Failed regenerations / regenerations.",
+                     s["regeneration_failure_rate"])  # fmt: skip
+        yield _gauge("failed_score_mean", "Mean dimension score of failed regenerations.", label="dimension",
+                     by={k: m["mean"] for k, m in failed.items()})  # fmt: skip
+        yield _gauge("failed_score_sd", "Standard deviation (population) of the scores of failed regenerations.",
+                     label="dimension", by={k: m["sd"] for k, m in failed.items()})  # fmt: skip
+        yield _counter("dimension_failures", "Failed dimension checks.", label="dimension", by=s["dimension_failures"])
+        yield _counter("dimension_timeouts", "Dimension checks past their deadline (passed, fail-open).",
+                       label="dimension", by=s["dimension_timeouts"])  # fmt: skip
+        yield _gauge("mean_score", "Mean score per dimension.", label="dimension", by=s["mean_scores"])
+        yield _counter("similarity_failures", "Failed similarity checks.", s["similarity_failures"])
+        yield _counter("judge_calls", "Judge calls of the gate's checks.", s["judge_calls"])
+        yield _counter("judge_tokens", "Judge tokens by kind.", label="kind", by=s["token_usage"])
+        yield _counter("dead_letters", "Records sent to the dead-letter topic.", s["dead_letters"])
+
+
+def metrics_registry(stats: GateStats) -> CollectorRegistry:
+    """A registry with the statistics of one worker and its two latency histograms."""
+    registry = CollectorRegistry(auto_describe=True)
+    registry.register(GateStatsCollector(stats))
+    registry.register(stats.verdict_latency)
+    registry.register(stats.judge_latency)
+    return registry
+
+
+def exposition(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)
+
+
+def render_prometheus(stats: GateStats) -> str:
+    """The text exposition of ``stats`` (what ``/metrics`` serves)."""
+    return exposition(metrics_registry(stats)).decode()

@@ -91,7 +91,7 @@ def test_regeneration_failure_rate_and_failed_scores_follow_tinytroupe(make_resu
     mean = sum(fluency_scores) / 3
     sd = (sum((x - mean) ** 2 for x in fluency_scores) / 3) ** 0.5
     assert snap["failed_scores"]["fluency"] == {"n": 3, "mean": pytest.approx(mean), "sd": pytest.approx(sd)}
-    samples = _parse(render_prometheus(snap))
+    samples = _parse(render_prometheus(stats))
     assert _value(samples, "drift_regeneration_failure_rate") == pytest.approx(0.75)
     assert _value(samples, "drift_regenerations_total") == 4
     assert _value(samples, "drift_failed_regenerations_total") == 3
@@ -176,7 +176,8 @@ def _parse(text: str) -> list[tuple[str, dict[str, str], float]]:
             continue
         match = _SAMPLE.match(line)
         assert match, f"not a sample line: {line!r}"
-        assert match.group("name") in declared, f"no TYPE before {line!r}"
+        family = re.sub(r"_(bucket|sum|count|created)$", "", match.group("name"))
+        assert {match.group("name"), family} & declared, f"no TYPE before {line!r}"
         labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group("labels") or ""))
         samples.append((match.group("name"), labels, float(match.group("value"))))
     return samples
@@ -188,7 +189,7 @@ def _value(samples: list[tuple[str, dict[str, str], float]], name: str, **labels
 
 
 def test_prometheus_text_parses_and_carries_the_numbers(busy_stats: GateStats) -> None:
-    samples = _parse(render_prometheus(busy_stats.snapshot()))
+    samples = _parse(render_prometheus(busy_stats))
     assert _value(samples, "drift_attempts_total") == 4
     assert _value(samples, "drift_outcomes_total", outcome="corrected") == 1
     assert _value(samples, "drift_regeneration_failure_rate") == 0.0
@@ -196,7 +197,13 @@ def test_prometheus_text_parses_and_carries_the_numbers(busy_stats: GateStats) -
     assert _value(samples, "drift_dimension_timeouts_total", dimension="adherence") == 1
     assert _value(samples, "drift_mean_score", dimension="fluency") == pytest.approx(8.0)
     assert _value(samples, "drift_similarity_failures_total") == 1
-    assert _value(samples, "drift_verdict_latency_ms", quantile="p50") == pytest.approx(25.0)
+    # verdict latency is a histogram (seconds): 10, 20, 30 and 40 ms
+    assert _value(samples, "drift_verdict_latency_seconds_count") == 4
+    assert _value(samples, "drift_verdict_latency_seconds_sum") == pytest.approx(0.1)
+    assert _value(samples, "drift_verdict_latency_seconds_bucket", le="0.01") == 1
+    assert _value(samples, "drift_verdict_latency_seconds_bucket", le="0.025") == 2
+    assert _value(samples, "drift_verdict_latency_seconds_bucket", le="0.05") == 4
+    assert _value(samples, "drift_verdict_latency_seconds_bucket", le="+Inf") == 4
     assert _value(samples, "drift_judge_calls_total") == 7
     assert _value(samples, "drift_judge_tokens_total", kind="input_tokens") == 1250
     assert _value(samples, "drift_dead_letters_total") == 0
@@ -204,13 +211,14 @@ def test_prometheus_text_parses_and_carries_the_numbers(busy_stats: GateStats) -
 
 
 def test_prometheus_of_an_empty_worker_parses() -> None:
-    samples = _parse(render_prometheus(GateStats().snapshot()))
+    samples = _parse(render_prometheus(GateStats()))
     assert _value(samples, "drift_attempts_total") == 0
-    assert not [s for s in samples if s[0] == "drift_verdict_latency_ms"]  # no latency yet: no quantiles
+    assert _value(samples, "drift_verdict_latency_seconds_count") == 0
+    assert _value(samples, "drift_judge_latency_seconds_count") == 0
 
 
 def test_prometheus_carries_no_message_text(busy_stats: GateStats) -> None:
-    text = render_prometheus(busy_stats.snapshot())
+    text = render_prometheus(busy_stats)
     assert "SECRET" not in text and "PRIVATE" not in text
     assert "merger" not in text and "salaries" not in text
 
@@ -218,4 +226,24 @@ def test_prometheus_carries_no_message_text(busy_stats: GateStats) -> None:
 def test_dead_letters_are_exposed() -> None:
     stats = GateStats()
     stats.dead_letters = 3
-    assert _value(_parse(render_prometheus(stats.snapshot())), "drift_dead_letters_total") == 3
+    assert _value(_parse(render_prometheus(stats)), "drift_dead_letters_total") == 3
+
+
+async def test_judge_latency_is_a_histogram_of_every_call() -> None:
+    from engine.judges.base import JudgeRequest, JudgeResult
+    from streams.services.stats import TimedJudge
+
+    class Failing:
+        name = "failing"
+
+        async def evaluate(self, request: JudgeRequest) -> JudgeResult:
+            raise TimeoutError
+
+    stats = GateStats()
+    judge = TimedJudge(Failing(), stats)
+    for _ in range(2):
+        with pytest.raises(TimeoutError):
+            await judge.evaluate(None)  # type: ignore[arg-type]
+    samples = _parse(render_prometheus(stats))
+    assert _value(samples, "drift_judge_latency_seconds_count") == 2  # failed calls count too
+    assert judge.name == "failing"
