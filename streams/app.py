@@ -157,6 +157,7 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     app = faust_app(settings, partitions)
     recent_table = app.Table("recent-messages", default=list, partitions=partitions)
     pending_table = app.Table("pending-attempts", default=list, partitions=partitions)
+    verdicts_table = app.Table("verdict-records", default=dict, partitions=partitions)
     configs = ConfigCache(None)
     library = PropositionLibrary(settings.propositions_dir)
     limited = LimitedJudge(judge, settings.judge_concurrency)
@@ -166,6 +167,7 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     deps.send = rt.send
     deps.recent = DirectTable(recent_table, rt.send)
     deps.pending = DirectTable(pending_table, rt.send)
+    deps.verdicts = DirectTable(verdicts_table, rt.send)
     _install_state(app, rt, partitions)
     _install_sinks(app, rt)
     install_evaluations(app, rt)

@@ -70,6 +70,7 @@ class GateDeps:
     recent: MutableMapping[str, Any]
     pending: MutableMapping[str, Any]
     stats: GateStats = field(default_factory=GateStats)
+    verdicts: MutableMapping[str, Any] = field(default_factory=dict)  # draft id -> {attempt: its records}
     _tokens: dict[str, TokenizedMessage] = field(default_factory=dict)
 
     async def flush_tables(
@@ -78,11 +79,20 @@ class GateDeps:
         """Send the changelog records of the table writes to ``keys`` (all by default) and return their delivery
         futures (tables that queue them, see :class:`streams.tables.DirectTable`); plain mappings need nothing."""
         deliveries: list[asyncio.Future[Any]] = []
-        for table in (self.recent, self.pending):
+        for table in (self.recent, self.pending, self.verdicts):
             flush = getattr(table, "flush", None)
             if flush is not None:
                 deliveries.extend(await flush(keys, send))
         return deliveries
+
+    async def persist_verdicts(self, draft_ids: Iterable[str]) -> None:
+        """Send the verdict records of ``draft_ids`` on the output producer and wait until the broker has them.
+
+        Called before the verdicts themselves are sent: a verdict on the broker always has its record, so a
+        redelivered attempt is re-emitted from it, never judged a second time (see :func:`process_draft`)."""
+        flush = getattr(self.verdicts, "flush", None)
+        if flush is not None:
+            await asyncio.gather(*await flush(draft_ids, self.send))
 
     @functools.cached_property
     def topics(self) -> Topics:
@@ -156,7 +166,7 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
 
 def _score_out(check: DimensionCheck) -> dict[str, Any]:
     return {"score": check.score, "threshold": check.threshold, "passed": check.passed,
-            "timed_out": check.timed_out, "reasoning": check.reasoning}  # fmt: skip
+            "timed_out": check.timed_out, "error": check.error, "reasoning": check.reasoning}  # fmt: skip
 
 
 def build_verdict(
@@ -197,7 +207,7 @@ def build_log(draft: Draft, result: AttemptResult, verdict: dict[str, Any], now:
         "original_text": draft.text,
         "corrected_text": verdict["text"] if committed and verdict["text"] != draft.text else None,
         "dimension_scores": {
-            c.dimension.value: {"score": c.score, "reasoning": c.reasoning, "timed_out": c.timed_out}
+            c.dimension.value: {"score": c.score, "reasoning": c.reasoning, "timed_out": c.timed_out, "error": c.error}
             for c in result.checks
         },
         "similarity_score": result.similarity.score if result.similarity else None,
@@ -227,6 +237,34 @@ def committed_message(draft: Draft, text: str, now: str) -> dict[str, Any]:
     }
 
 
+VERDICTS_KEPT = 50_000
+
+
+def remember_verdict(verdicts: MutableMapping[str, Any], draft: Draft, records: dict[str, Any]) -> None:
+    """Keep the records of this attempt (verdict, correction log, committed message) under its draft id.
+
+    Only the worker's memory is bounded (the oldest draft ids beyond :data:`VERDICTS_KEPT` are dropped from
+    it, not from the changelog): a redelivery replays offsets not yet committed, always among the newest."""
+    attempts = dict(verdicts.get(draft.draft_id) or {})
+    attempts[str(draft.attempt)] = records
+    verdicts[draft.draft_id] = attempts
+    store = getattr(verdicts, "local", verdicts)
+    while len(store) > VERDICTS_KEPT:
+        store.pop(next(iter(store)))
+
+
+async def _emit(deps: GateDeps, draft: Draft, records: dict[str, Any], send: Sender) -> list[asyncio.Future[Any]]:
+    """Send an attempt's records: verdict, correction log and (on commit) the committed message."""
+    key, topics = draft.agent_id.encode(), deps.out_topics
+    deliveries = [
+        await send(topics.verdicts, key, orjson.dumps(records["verdict"])),
+        await send(topics.correction_logs, key, orjson.dumps(records["log"])),
+    ]
+    if records["message"] is not None:
+        deliveries.append(await send(topics.messages, key, orjson.dumps(records["message"])))
+    return deliveries
+
+
 def utcnow_iso() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
@@ -248,19 +286,21 @@ async def process_draft(
     replaces ``deps.send`` (a lane batch gathers its records, see :class:`streams.output.OutputBatch`).
     """
     send = send or deps.send
+    known = (deps.verdicts.get(draft.draft_id) or {}).get(str(draft.attempt))
+    if known is not None:  # a redelivered attempt: the first verdict again, never a second judgement
+        return await _emit(deps, draft, known, send)
     result, decision = await judge_attempt(deps, draft)
     latency_ms = (time.monotonic() - received) * 1000.0
     verdict = build_verdict(draft, result, decision, latency_ms, deps.judge.name)
-    key = draft.agent_id.encode()
-    topics, now = deps.out_topics, utcnow_iso()
-    deliveries = [
-        await send(topics.verdicts, key, orjson.dumps(verdict)),
-        await send(topics.correction_logs, key, orjson.dumps(build_log(draft, result, verdict, now))),
-    ]
+    now = utcnow_iso()
+    records = {"verdict": verdict, "log": build_log(draft, result, verdict, now), "message": None}
     if decision.decision is Decision.COMMIT:
-        message = orjson.dumps(committed_message(draft, decision.text, now))
-        deliveries.append(await send(topics.messages, key, message))
+        records["message"] = committed_message(draft, decision.text, now)
         remember_commit(deps.recent, draft.agent_id, draft.draft_id, decision.text, draft.channel)
+    remember_verdict(deps.verdicts, draft, records)
+    if flush:  # the record is durable before the verdict goes out (a lane batch does this for all its drafts)
+        await deps.persist_verdicts((draft.draft_id,))
+    deliveries = await _emit(deps, draft, records, send)
     if decision.decision is Decision.RETRY:
         attempts = [a for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] != draft.attempt]
         attempts.append({"attempt": draft.attempt, "text": draft.text, "total_score": result.total_score})

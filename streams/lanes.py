@@ -92,6 +92,7 @@ class GateLane:
         inline: list[Any] = []
         deliveries: set[asyncio.Future[Any]] = set()  # one future per Kafka batch, shared by its records
         written: set[str] = set()
+        decided: list[str] = []  # draft ids, whose verdict records go out before their verdicts
         batch = self.rt.output.batch()
         configs = self.rt.deps.configs
         for message in messages:
@@ -104,9 +105,11 @@ class GateLane:
                 inline.append(message)
                 deliveries.update(sent)
                 written.update((draft.agent_id, draft.draft_id))
+                decided.append(draft.draft_id)
         if not inline:
             return
         try:
+            await self.rt.deps.persist_verdicts(decided)
             deliveries.update(await self.rt.deps.flush_tables(written, batch.send))
             await batch.flush()
         except Exception:  # the broker refused or timed out: nothing is acked, nothing is lost
