@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench schemas clean
+.PHONY: demo test lint typecheck unit bench schemas clean chaos
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,3 +40,7 @@ schemas: $(VENV)/.dev
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+# The reliability suite (not part of `make test`): worker kills, judge faults, a database outage; see RELIABILITY.md.
+chaos: $(VENV)/.dev
+	$(BIN)/python -m ops.chaos
