@@ -188,7 +188,13 @@ def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
     for topic in (topics.drafts, topics.messages):
         app.topics.add(raw_topic(app, topic))  # subscribed by Faust's group, co-partitioned with the tables
     state = StateLane(rt, partitions)
-    app.fast_lanes = {topics.drafts: GateLane(rt), topics.messages: state}
+    gate = GateLane(rt)
+    app.fast_lanes = {topics.drafts: gate, topics.messages: state}
+
+    async def revoked(sender: Any, revoked: set[Any], **kwargs: Any) -> None:
+        await gate.on_revoked(revoked)  # awaited before the group re-forms: see GateLane.on_revoked
+
+    app.on_partitions_revoked.connect(revoked)  # type: ignore[arg-type]
 
     @app.timer(COUNT_FLUSH_S)  # type: ignore[untyped-decorator]
     async def flush_counts() -> None:

@@ -55,6 +55,23 @@ class GateLane:
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
         self.dispatcher: KeyedDispatcher[Item] = KeyedDispatcher(self._handle)
+        self._batches = 0  # lane batches being handled
+        self._no_batch = asyncio.Event()
+        self._no_batch.set()
+
+    async def on_revoked(self, revoked: set[Any]) -> None:
+        """Partitions are taken away (a rebalance): give up their drafts that have not started — they are not
+        acked, so the next owner fetches them again — and wait for the ones being judged, whose verdict records
+        are then on the broker before the next owner restores the table. So no draft is judged by two workers.
+        """
+        await self._no_batch.wait()
+        withdrawn = await self.dispatcher.withdraw(lambda item: item[0].tp in revoked)
+        unacked = getattr(self.rt.app.consumer, "_unacked_messages", None)
+        for message, _, _ in withdrawn:
+            if unacked is not None:
+                unacked.discard(message)
+        if withdrawn:
+            log.info("rebalance: %d queued draft(s) of revoked partitions left to their next owner", len(withdrawn))
 
     def ack(self, message: Any) -> None:
         self.rt.app.consumer.ack(message)
@@ -88,6 +105,16 @@ class GateLane:
             return None
 
     async def __call__(self, messages: list[Any]) -> None:
+        self._batches += 1
+        self._no_batch.clear()
+        try:
+            await self._batch(messages)
+        finally:
+            self._batches -= 1
+            if not self._batches:
+                self._no_batch.set()
+
+    async def _batch(self, messages: list[Any]) -> None:
         received = time.monotonic()
         inline: list[Any] = []
         deliveries: set[asyncio.Future[Any]] = set()  # one future per Kafka batch, shared by its records

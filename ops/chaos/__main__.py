@@ -20,6 +20,7 @@ from pathlib import Path
 from ops.chaos import judge_faults, kill_workers, postgres_outage
 from ops.chaos.common import Figures, Stage
 from streams.embedded import EmbeddedStack, start_stack
+from streams.store import Store
 
 Scenario = Callable[[Stage], Awaitable[Figures]]
 
@@ -32,6 +33,8 @@ SCENARIOS: dict[str, Scenario] = {
 
 
 async def run_all(stack: EmbeddedStack, names: list[str], tmp: Path) -> dict[str, Figures]:
+    async with await Store.connect(stack.database.url) as store:
+        await store.migrate()
     results: dict[str, Figures] = {}
     for name in names:
         stage = Stage(stack.broker.bootstrap, stack.database.url, tmp, stack=stack)
