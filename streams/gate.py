@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol
@@ -85,14 +85,21 @@ class GateDeps:
                 deliveries.extend(await flush(keys, send))
         return deliveries
 
-    async def persist_verdicts(self, draft_ids: Iterable[str]) -> None:
-        """Send the verdict records of ``draft_ids`` on the output producer and wait until the broker has them.
+    async def persist_verdicts(
+        self, draft_ids: Iterable[str], send: Sender | None = None, ship: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
+        """Send the verdict records of ``draft_ids`` (with ``send``, then ``ship()`` when given: a lane batch
+        gathers them into whole Kafka batches) and wait until the broker has them.
 
         Called before the verdicts themselves are sent: a verdict on the broker always has its record, so a
         redelivered attempt is re-emitted from it, never judged a second time (see :func:`process_draft`)."""
         flush = getattr(self.verdicts, "flush", None)
-        if flush is not None:
-            await asyncio.gather(*await flush(draft_ids, self.send))
+        if flush is None:
+            return
+        delivered = await flush(draft_ids, send or self.send)
+        if ship is not None:
+            await ship()
+        await asyncio.gather(*delivered)
 
     @functools.cached_property
     def topics(self) -> Topics:
@@ -196,9 +203,12 @@ def build_verdict(
     }  # fmt: skip
 
 
-def build_log(draft: Draft, result: AttemptResult, verdict: dict[str, Any], now: str) -> dict[str, Any]:
-    """The ``correction-logs`` record (shape of :class:`streams.payloads.CorrectionLog`)."""
+def build_log(draft: Draft, verdict: dict[str, Any], now: str) -> dict[str, Any]:
+    """The ``correction-logs`` record (shape of :class:`streams.payloads.CorrectionLog`), derived from the verdict
+    alone, so a re-emitted attempt's log is rebuilt exactly from its verdict record."""
     committed = verdict["decision"] == "commit"
+    scores = verdict["scores"]
+    similarity = verdict["similarity"]
     return {
         "draft_id": draft.draft_id,
         "attempt_number": draft.attempt,
@@ -207,11 +217,11 @@ def build_log(draft: Draft, result: AttemptResult, verdict: dict[str, Any], now:
         "original_text": draft.text,
         "corrected_text": verdict["text"] if committed and verdict["text"] != draft.text else None,
         "dimension_scores": {
-            c.dimension.value: {"score": c.score, "reasoning": c.reasoning, "timed_out": c.timed_out, "error": c.error}
-            for c in result.checks
+            name: {"score": s["score"], "reasoning": s["reasoning"], "timed_out": s["timed_out"], "error": s["error"]}
+            for name, s in scores.items()
         },
-        "similarity_score": result.similarity.score if result.similarity else None,
-        "total_score": result.total_score,
+        "similarity_score": similarity["score"] if similarity else None,
+        "total_score": sum(s["score"] for s in scores.values()),
         "decision": verdict["decision"],
         "outcome": verdict["outcome"],
         "token_usage": verdict["token_usage"],
@@ -240,28 +250,30 @@ def committed_message(draft: Draft, text: str, now: str) -> dict[str, Any]:
 VERDICTS_KEPT = 50_000
 
 
-def remember_verdict(verdicts: MutableMapping[str, Any], draft: Draft, records: dict[str, Any]) -> None:
-    """Keep the records of this attempt (verdict, correction log, committed message) under its draft id.
+def remember_verdict(verdicts: MutableMapping[str, Any], draft: Draft, record: dict[str, Any]) -> None:
+    """Keep this attempt's verdict record (the verdict and its timestamp: the correction log and the committed
+    message follow from them and the draft) under its draft id.
 
     Only the worker's memory is bounded (the oldest draft ids beyond :data:`VERDICTS_KEPT` are dropped from
     it, not from the changelog): a redelivery replays offsets not yet committed, always among the newest."""
     attempts = dict(verdicts.get(draft.draft_id) or {})
-    attempts[str(draft.attempt)] = records
+    attempts[str(draft.attempt)] = record
     verdicts[draft.draft_id] = attempts
     store = getattr(verdicts, "local", verdicts)
     while len(store) > VERDICTS_KEPT:
         store.pop(next(iter(store)))
 
 
-async def _emit(deps: GateDeps, draft: Draft, records: dict[str, Any], send: Sender) -> list[asyncio.Future[Any]]:
-    """Send an attempt's records: verdict, correction log and (on commit) the committed message."""
-    key, topics = draft.agent_id.encode(), deps.out_topics
+async def _emit(deps: GateDeps, draft: Draft, record: dict[str, Any], send: Sender) -> list[asyncio.Future[Any]]:
+    """Send an attempt's records from its verdict record: verdict, correction log, (on commit) the message."""
+    key, topics, verdict, now = draft.agent_id.encode(), deps.out_topics, record["verdict"], record["at"]
     deliveries = [
-        await send(topics.verdicts, key, orjson.dumps(records["verdict"])),
-        await send(topics.correction_logs, key, orjson.dumps(records["log"])),
+        await send(topics.verdicts, key, orjson.dumps(verdict)),
+        await send(topics.correction_logs, key, orjson.dumps(build_log(draft, verdict, now))),
     ]
-    if records["message"] is not None:
-        deliveries.append(await send(topics.messages, key, orjson.dumps(records["message"])))
+    if verdict["decision"] == "commit":
+        message = committed_message(draft, verdict["text"], now)
+        deliveries.append(await send(topics.messages, key, orjson.dumps(message)))
     return deliveries
 
 
@@ -292,15 +304,13 @@ async def process_draft(
     result, decision = await judge_attempt(deps, draft)
     latency_ms = (time.monotonic() - received) * 1000.0
     verdict = build_verdict(draft, result, decision, latency_ms, deps.judge.name)
-    now = utcnow_iso()
-    records = {"verdict": verdict, "log": build_log(draft, result, verdict, now), "message": None}
+    record = {"verdict": verdict, "at": utcnow_iso()}
     if decision.decision is Decision.COMMIT:
-        records["message"] = committed_message(draft, decision.text, now)
         remember_commit(deps.recent, draft.agent_id, draft.draft_id, decision.text, draft.channel)
-    remember_verdict(deps.verdicts, draft, records)
+    remember_verdict(deps.verdicts, draft, record)
     if flush:  # the record is durable before the verdict goes out (a lane batch does this for all its drafts)
         await deps.persist_verdicts((draft.draft_id,))
-    deliveries = await _emit(deps, draft, records, send)
+    deliveries = await _emit(deps, draft, record, send)
     if decision.decision is Decision.RETRY:
         attempts = [a for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] != draft.attempt]
         attempts.append({"attempt": draft.attempt, "text": draft.text, "total_score": result.total_score})

@@ -136,7 +136,8 @@ class GateLane:
         if not inline:
             return
         try:
-            await self.rt.deps.persist_verdicts(decided)
+            records = self.rt.output.batch()  # the verdict records, shipped and acknowledged before the verdicts
+            await self.rt.deps.persist_verdicts(decided, records.send, records.flush)
             deliveries.update(await self.rt.deps.flush_tables(written, batch.send))
             await batch.flush()
         except Exception:  # the broker refused or timed out: nothing is acked, nothing is lost

@@ -122,6 +122,7 @@ class OutputBatch:
 
     async def _ship(self, where: tuple[str, int], batch: _Open) -> None:
         producer = await self._output.producer()
+        batch.builder.close()  # complete: ready to go at once, no linger (nothing more will be appended)
         sent = await producer.send_batch(batch.builder, where[0], partition=where[1])
         sent.add_done_callback(functools.partial(_copy, target=batch.delivered))
 

@@ -60,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := [name for name in args.names if name not in SCENARIOS]:
         parser.error(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
     logging.basicConfig(level=logging.WARNING)
+    # a SIGKILLed worker drops its connections to the fake judge mid-request: expected here, not worth a traceback
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
     root = Path(tempfile.mkdtemp(prefix="drift-chaos-"))
     root.chmod(0o755)  # PostgreSQL runs as an unprivileged user when started by root
     stack = start_stack(root)
