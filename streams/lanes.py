@@ -64,8 +64,13 @@ class GateLane:
         acked, so the next owner fetches them again — and wait for the ones being judged, whose verdict records
         are then on the broker before the next owner restores the table. So no draft is judged by two workers.
         """
-        await self._no_batch.wait()
-        withdrawn = await self.dispatcher.withdraw(lambda item: item[0].tp in revoked)
+
+        def unwanted(item: Item) -> bool:
+            return bool(item[0].tp in revoked)
+
+        withdrawn = await self.dispatcher.withdraw(unwanted)  # frees slots a batch's submit may be waiting for
+        await self._no_batch.wait()  # a batch fetched before the rebalance may still be submitting
+        withdrawn += await self.dispatcher.withdraw(unwanted)
         unacked = getattr(self.rt.app.consumer, "_unacked_messages", None)
         for message, _, _ in withdrawn:
             if unacked is not None:
