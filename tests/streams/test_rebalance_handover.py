@@ -66,3 +66,26 @@ async def test_the_gate_lane_leaves_queued_drafts_of_revoked_partitions_unacked(
     gate.set()
     await revoking
     assert handled == [0] and unacked == {messages[0]}  # 1 and 2 go to the next owner
+
+
+async def test_revocation_waits_for_a_lane_batch_in_progress() -> None:
+    letting_go = asyncio.Event()
+    dead: list[Any] = []
+
+    async def dead_letter(record: Any, reason: str) -> None:
+        await letting_go.wait()  # the batch is still busy with this record
+        dead.append(record)
+
+    consumer = SimpleNamespace(_unacked_messages=set(), ack=lambda message: None)
+    rt = SimpleNamespace(app=SimpleNamespace(consumer=consumer), dead_letter=dead_letter,
+                         output=SimpleNamespace(batch=lambda: None), deps=SimpleNamespace(configs=None))  # fmt: skip
+    lane = GateLane(rt)  # type: ignore[arg-type]
+    bad = SimpleNamespace(key=b"michael", value=b"{not json", tp=0, partition=0, offset=5, topic="drafts")
+    batch = asyncio.ensure_future(lane([bad]))
+    await asyncio.sleep(0)
+    revoking = asyncio.ensure_future(lane.on_revoked({0}))
+    await asyncio.sleep(0)
+    assert not revoking.done()
+    letting_go.set()
+    await asyncio.gather(batch, revoking)
+    assert dead == [bad]
