@@ -168,7 +168,6 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     deps.recent = DirectTable(recent_table, rt.send)
     deps.pending = DirectTable(pending_table, rt.send)
     deps.verdicts = DirectTable(verdicts_table, rt.send)
-    deps.batch = rt.output.batch
     _install_state(app, rt, partitions)
     _install_sinks(app, rt)
     install_evaluations(app, rt)

@@ -70,8 +70,7 @@ class GateDeps:
     recent: MutableMapping[str, Any]
     pending: MutableMapping[str, Any]
     stats: GateStats = field(default_factory=GateStats)
-    verdicts: MutableMapping[str, Any] = field(default_factory=dict)  # draft id -> {attempt: its verdict record}
-    batch: Callable[[], Any] | None = None  # a new streams.output.OutputBatch: records that go out at once
+    verdicts: MutableMapping[str, Any] = field(default_factory=dict)  # draft id -> {attempt: its records}
     _tokens: dict[str, TokenizedMessage] = field(default_factory=dict)
 
     async def flush_tables(
@@ -97,9 +96,6 @@ class GateDeps:
         flush = getattr(self.verdicts, "flush", None)
         if flush is None:
             return
-        if send is None and self.batch is not None:  # one Kafka batch, shipped at once (no producer linger)
-            batch = self.batch()
-            send, ship = batch.send, batch.flush
         delivered = await flush(draft_ids, send or self.send)
         if ship is not None:
             await ship()
