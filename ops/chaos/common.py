@@ -216,16 +216,17 @@ async def collect_verdicts(stage: Stage, stream: Stream, timeout_s: float) -> Ve
     return tally(records, stream.run_id)
 
 
-async def dead_letters(stage: Stage, expected: int, timeout_s: float = 20.0) -> int:
-    """Distinct source records (topic, partition, offset) in the dead-letter topic."""
+async def dead_letters(stage: Stage, expected: int, timeout_s: float = 20.0) -> tuple[int, list[str]]:
+    """Distinct source records (topic, partition, offset) in the dead-letter topic, and their distinct reasons."""
 
-    def distinct(records: list[Any]) -> set[tuple[str, int, int]]:
+    def distinct(records: list[Any]) -> dict[tuple[str, int, int], str]:
         letters = (orjson.loads(r.value) for r in records)
-        return {(d["source_topic"], d["partition"], d["offset"]) for d in letters}
+        return {(d["source_topic"], d["partition"], d["offset"]): d["error"] for d in letters}
 
     records = await read_all(stage.settings, Topics(stage.prefix).dlq, lambda rs: len(distinct(rs)) >= expected,
                              timeout_s)  # fmt: skip
-    return len(distinct(records))
+    found = distinct(records)
+    return len(found), sorted({reason[:160] for reason in found.values()})
 
 
 async def correction_rows(stage: Stage, run_id: str, expected: int, timeout_s: float = 60.0) -> tuple[int, int]:

@@ -40,7 +40,7 @@ async def run(stage: Stage, *, drafts: int = 700, rate: float = 70.0, agents: in
         await stage.start(stage.worker(judge.base_url, deadline_s=DEADLINE_S))
         stream = await send_stream(stage, names, drafts, rate)
         verdicts = await collect_verdicts(stage, stream, timeout_s=60.0)
-        letters = await dead_letters(stage, 0, timeout_s=2.0)
+        letters, reasons = await dead_letters(stage, 0, timeout_s=2.0)
         calls = len(judge.requests)
     lost = len(stream.drafts - {draft_id for draft_id, _ in verdicts.seen})
     worst_s = round(verdicts.max_latency_ms / 1000.0, 2)
@@ -54,6 +54,7 @@ async def run(stage: Stage, *, drafts: int = 700, rate: float = 70.0, agents: in
         "slowest verdict (s)": worst_s,
         "limit: deadline + 1 s": DEADLINE_S + 1.0,
         "dead letters": letters,
+        "dead-letter reasons": "; ".join(reasons) or "none",
         "ok": int(lost == 0 and verdicts.conflicting == 0 and worst_s <= DEADLINE_S + 1.0 and letters == 0
                   and verdicts.timed_out > 0),
     }  # fmt: skip

@@ -43,7 +43,7 @@ async def run(stage: Stage, *, drafts: int = 10_000, kills: int = 5, rate: float
         stream = await sending
         verdicts = await collect_verdicts(stage, stream, timeout_s=180.0)
         rows, duplicate_rows = await correction_rows(stage, stream.run_id, len(verdicts.seen))
-        letters = await dead_letters(stage, stream.malformed)
+        letters, _ = await dead_letters(stage, stream.malformed)
     lost = len(stream.drafts - {draft_id for draft_id, _ in verdicts.seen})
     return {
         "drafts sent": len(stream.drafts),
