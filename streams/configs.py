@@ -14,6 +14,7 @@ from datetime import datetime
 from engine.errors import DriftError
 from engine.models import AgentConfig
 from streams.store import Store
+from streams.store_errors import classify
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,9 @@ class ConfigCache:
             if pending:
                 await self._store.ensure_agents(pending.items())
             changed, self._newest = await self._store.configs_changed_since(self._newest)
-        except (DriftError, OSError) as exc:
+        except Exception as exc:  # the database away (any driver error of it): keep the cached configuration
+            if not isinstance(exc, DriftError) and classify(exc) is None:
+                raise
             self._pending_registration.update(pending)
             log.warning("configuration refresh failed: %s", exc)
             return 0

@@ -56,6 +56,7 @@ async def run_all(stack: EmbeddedStack, names: list[str], tmp: Path) -> dict[str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run the reliability scenarios (make chaos).")
     parser.add_argument("names", nargs="*", help=f"scenarios to run (default: all): {', '.join(SCENARIOS)}")
+    parser.add_argument("--keep", action="store_true", help="keep the stack's directory (worker logs) and say where")
     args = parser.parse_args(argv)
     if unknown := [name for name in args.names if name not in SCENARIOS]:
         parser.error(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
@@ -69,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         results = asyncio.run(run_all(stack, args.names or list(SCENARIOS), root))
     finally:
         stack.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        if args.keep:
+            print(f"chaos: worker logs and data kept in {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
     failed = [name for name, figures in results.items() if not figures.get("ok")]
     print("chaos: " + ("every scenario met its target" if not failed else f"missed the target: {', '.join(failed)}"))
     return 1 if failed else 0
