@@ -184,7 +184,7 @@ def _install_lifecycle(app: DriftApp, rt: Runtime, configs: ConfigCache) -> None
 
     @app.page("/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:
-        return web.bytes(exposition(registry), content_type=CONTENT_TYPE)
+        return web.text(exposition(registry).decode(), content_type=CONTENT_TYPE)
 
     async def announce(callback: Callable[[], None]) -> None:
         await rt.store_ready.wait()

@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 
 from streams.services.stats import GateStats
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+CONTENT_TYPE = "text/plain; version=0.0.4"  # aiohttp adds the charset; it refuses one here
 
 
 def _counter(name: str, doc: str, value: float | None = None, label: str | None = None, by: Any = None) -> Metric:
