@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -97,14 +98,20 @@ def dry_run(planned: Planned, options: RunOptions, settings: Settings, console: 
 
 @contextmanager
 def service_settings(settings: Settings, embedded: bool, console: Console) -> Iterator[Settings]:
-    """``settings`` for a running service, or those of a private embedded stack started for the block."""
+    """``settings`` for a running service, or those of an embedded stack started for the block: a private
+    broker and worker, and the embedded database of ``DRIFT_DATA_DIR`` (kept, so ``drift experiment report
+    ID`` and ``--resume`` find the experiment afterwards)."""
     if not embedded:
         yield settings
         return
-    from streams.embedded import WorkerProcess, free_port, start_stack
+    import tempfile
 
-    stack = start_stack()
-    settings = settings.with_(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix="exp.")
+    from streams.embedded import EmbeddedStack, WorkerProcess, free_port, start_broker, start_database
+
+    root = Path(tempfile.mkdtemp(prefix="drift-experiment-"))
+    database = start_database(settings.data_dir)
+    stack = EmbeddedStack(root, start_broker(free_port(), log_file=root / "tansu.log"), database)
+    settings = settings.with_(broker=stack.broker.bootstrap, database_url=database.url, topic_prefix="exp.")
     worker = None
     try:
         asyncio.run(_prepare(settings))
@@ -112,15 +119,16 @@ def service_settings(settings: Settings, embedded: bool, console: Console) -> It
                "DRIFT_WEB_PORT": str(free_port()), "DRIFT_TOPIC_PREFIX": settings.topic_prefix}  # fmt: skip
         started = time.monotonic()
         judge = ["--judge", settings.judge] if settings.judge else []
-        worker = WorkerProcess.for_prefix(env, stack.root / "worker.log", *judge)
+        worker = WorkerProcess.for_prefix(env, root / "worker.log", *judge)
         worker.start(timeout_s=90)
-        console.print(f"[dim]embedded stack: {worker.ready_line} ({time.monotonic() - started:.1f}s)[/]")
+        console.print(f"[dim]embedded stack: {worker.ready_line} ({time.monotonic() - started:.1f}s); "
+                      f"experiments stored in {settings.data_dir / 'pgdata'}[/]")  # fmt: skip
         yield settings
     finally:
         if worker is not None:
             worker.stop()
         stack.stop()
-        shutil.rmtree(stack.root, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 async def _prepare(settings: Settings) -> None:
@@ -161,10 +169,14 @@ async def run(planned: Planned, options: RunOptions, settings: Settings, console
             console.print(f"[bold]drift experiment run[/] · {experiment_id} · {planned.scenario.name} · "
                           f"{len(planned.plans)} session(s) per arm · actor {actor.name} · "
                           f"judge {judge.name}")  # fmt: skip
-            with _display(console, len(planned.plans) * 2) as progress:
+            with _display(console, len(planned.plans) * 2) as progress, _interruptible(runner.stopping, console):
                 status = await runner.run(planned.plans, progress)
         if progress.stopped_by_budget:
             console.print(f"[yellow]budget reached: {progress.done} session(s) stored; experiment is partial[/]")
+        elif progress.failed:
+            console.print(f"[yellow]{progress.failed} session(s) failed (not stored): finish with --resume[/]")
+        console.print(f"report: drift experiment report {experiment_id}  ·  resume: drift experiment run "
+                      f"{planned.scenario.name} --resume {experiment_id}", highlight=False)  # fmt: skip
     return experiment_id, status
 
 
@@ -184,6 +196,26 @@ async def _open(xstore: Any, planned: Planned, options: RunOptions, actor: str, 
 
 
 @contextmanager
+def _interruptible(stopping: asyncio.Event, console: Console) -> Iterator[None]:
+    """First Ctrl-C: launch nothing more, finish and store the running sessions (the experiment ends
+    ``partial``). Second: cancel them — their transactions roll back and ``--resume`` redoes them."""
+    loop, main = asyncio.get_running_loop(), asyncio.current_task()
+
+    def interrupt() -> None:
+        if stopping.is_set() and main is not None:
+            main.cancel()
+            return
+        stopping.set()
+        console.print("[yellow]stopping: running sessions finish and are stored (Ctrl-C again to abort them)[/]")
+
+    loop.add_signal_handler(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+@contextmanager
 def _display(console: Console, total: int) -> Iterator[Progress]:
     from rich.live import Live
 
@@ -196,7 +228,7 @@ def _display(console: Console, total: int) -> Iterator[Progress]:
         elapsed = time.monotonic() - started
         left = total - p.done - p.failed
         eta = f"{elapsed / finished * left:.0f}s" if finished else "?"
-        return (f"sessions {p.done}/{total} ({p.failed} failed) · LLM calls {p.llm_calls:,} · tokens "
+        return (f"sessions {p.done}/{total} ({p.failed} failed) · actor+judge calls {p.llm_calls:,} · tokens "
                 f"{p.tokens:,} · cost {format_cost(p.cost_usd)} · elapsed {elapsed:.0f}s · ETA {eta}")  # fmt: skip
 
     with Live(console=console, refresh_per_second=4, transient=False) as live:

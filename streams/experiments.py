@@ -122,6 +122,7 @@ class Progress:
     llm_s: float = 0.0
     wall_s: float = 0.0
     stopped_by_budget: bool = False
+    interrupted: bool = False
     on_change: Callable[[Progress], None] = field(default=lambda _p: None, repr=False)
 
 
@@ -137,6 +138,8 @@ class ExperimentRun:
     prices: PriceTable = field(default_factory=PriceTable)
     concurrency: int = 4
     strategy: JudgeStrategy = JudgeStrategy.INDIVIDUAL
+    #: set (by a first Ctrl-C) to launch no further session; running ones finish and are stored
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
     def cost(self, meter: Meter) -> float | None:
         parts = [self.prices.cost(self.sim.actor.name, meter.actor), self.prices.cost(self.judge.name, meter.judge),
@@ -155,6 +158,10 @@ class ExperimentRun:
         slots, tasks = asyncio.Semaphore(self.concurrency), []
         for plan, arm in queue:
             await slots.acquire()
+            if self.stopping.is_set():
+                slots.release()
+                progress.interrupted = True
+                break
             key, estimate = f"{arm}/{plan.key}", self.estimates[arm]
             if not self.budget.admits(self.estimate_cost(arm), estimate.tokens):
                 slots.release()
@@ -165,7 +172,7 @@ class ExperimentRun:
             task.add_done_callback(lambda _t: slots.release())
             tasks.append(task)
         await asyncio.gather(*tasks)
-        complete = not progress.stopped_by_budget and progress.failed == 0
+        complete = not (progress.stopped_by_budget or progress.interrupted or progress.failed)
         status = "completed" if complete else "partial"
         await self.store.finish(self.experiment_id, status)
         return status

@@ -194,7 +194,11 @@ def _run_all(options: Sequence[object], settings: Settings, embedded: bool, dry_
     with service_settings(settings, embedded, console) as live:
         ids = []
         for o, p in planned:
-            experiment_id, status = asyncio.run(run(p, o, live, console))
+            try:
+                experiment_id, status = asyncio.run(run(p, o, live, console))
+            except asyncio.CancelledError:  # a second Ctrl-C: running sessions were abandoned, none half-stored
+                console.print("[red]aborted: unfinished sessions were not stored; finish with --resume ID[/]")
+                raise typer.Exit(130) from None
             typer.echo(f"{experiment_id}\t{status}")
             ids.append(experiment_id)
         return asyncio.run(load_data(live, ids)) if len(ids) > 1 else []

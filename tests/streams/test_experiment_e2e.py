@@ -109,7 +109,7 @@ async def test_planted_effects_resume_and_budget(scenario: Scenario, tmp_path: P
     assert len(expected_scores) == 2 * 2 * (5 * 3 + 3) and all(rows > 0 for *_, rows in expected_scores[:3])
 
     # kill a run mid-way (SIGKILL), resume it: no session redone twice, the same scores as the whole run
-    killed = await _kill_after_first_session(scenario, [*common, "--concurrency", "1"], known={whole})
+    killed = await _kill_after_first_session(scenario, [*common, "--concurrency", "1"], {whole})
     resumed, status = await asyncio.to_thread(run, scenario, "run", SCENARIO, *common, "--resume", killed)
     assert (resumed, status) == (killed, "completed")
 
@@ -120,6 +120,13 @@ async def test_planted_effects_resume_and_budget(scenario: Scenario, tmp_path: P
 
     resumed_scores = await stored_scores(scenario, killed)
     assert len(resumed_scores) == len(expected_scores) and judged(resumed_scores) == judged(expected_scores)
+
+    # Ctrl-C: no new session starts, the running one finishes and is stored, the experiment is partial
+    interrupted = await _kill_after_first_session(scenario, [*common, "--concurrency", "1"], {whole, killed},
+                                                  signal.SIGINT)  # fmt: skip
+    async with await Store.connect(scenario.stack.database.url) as store:
+        state = await store.pool.fetchval("SELECT status FROM experiments WHERE id = $1", interrupted)
+    assert state == "partial"
 
     # a token cap that admits one session per arm: a partial experiment, still reported
     chosen = load_scenario(SCENARIO)
@@ -134,7 +141,9 @@ async def test_planted_effects_resume_and_budget(scenario: Scenario, tmp_path: P
     assert "partial" in text and "hard persona adherence" in text
 
 
-async def _kill_after_first_session(scenario: Scenario, args: list[str], known: set[str]) -> str:
+async def _kill_after_first_session(
+    scenario: Scenario, args: list[str], known: set[str], sig: signal.Signals = signal.SIGKILL
+) -> str:
     personas = load_population(BUNDLED_TINY, load_scenario(SCENARIO).population.fragments)
     total = 2 * len(scale_plans(plan_sessions(load_scenario(SCENARIO), list(personas)), 0.05))
     process = subprocess.Popen(drift(scenario, "run", SCENARIO, *args), cwd=REPO, env=env(scenario),
@@ -153,8 +162,9 @@ async def _kill_after_first_session(scenario: Scenario, args: list[str], known: 
     try:
         assert await eventually(one_stored, timeout_s=60, interval_s=0.05)
     finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
+        process.send_signal(sig)
+        code = process.wait(timeout=30)
+    assert code == (0 if sig is signal.SIGINT else -signal.SIGKILL)
     await one_stored()
     assert 1 <= found["n"] < total, found  # killed mid-way
     return str(found["id"])
