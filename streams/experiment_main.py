@@ -183,9 +183,16 @@ async def run(planned: Planned, options: RunOptions, settings: Settings, console
 async def _open(xstore: Any, planned: Planned, options: RunOptions, actor: str, judge: str) -> tuple[str, int]:
     scenario = planned.scenario
     if options.resume:
-        stored = await xstore.resume(options.resume)
+        stored = await xstore.get(options.resume)  # checked before it is marked running again
         if stored.scenario != scenario.name:
             raise ConfigurationError(f"experiment {options.resume} ran scenario {stored.scenario}, not {scenario.name}")
+        planned_before = stored.settings.get("sessions_per_arm")
+        if planned_before != len(planned.plans):
+            raise ConfigurationError(
+                f"experiment {options.resume} planned {planned_before} sessions per arm (--scale "
+                f"{stored.settings.get('scale')}), this run {len(planned.plans)}: resume with the same --scale"
+            )
+        stored = await xstore.resume(options.resume)
         return stored.id, int(stored.attempts)
     experiment_id = f"x-{scenario.name}-{datetime.now(UTC):%Y%m%dT%H%M%S%f}"[:80]
     settings = {"scale": options.scale, "sessions_per_arm": len(planned.plans), "actor": actor, "judge": judge,

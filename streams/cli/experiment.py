@@ -17,7 +17,7 @@ import typer
 
 from engine.errors import ConfigurationError
 from engine.scoring import JudgeStrategy
-from streams.cli.common import BrokerOpt, JudgeOpt, PrefixOpt, settings_from
+from streams.cli.common import BrokerOpt, DatabaseOpt, JudgeOpt, PrefixOpt, settings_from
 
 if TYPE_CHECKING:
     from engine.experiments.data import ExperimentData
@@ -47,6 +47,7 @@ def report(
     charts: Annotated[Path | None, typer.Option("--charts", help="Write PNG charts into this folder.")] = None,
     output: Annotated[Path | None, typer.Option("--output", help="Write the report here instead of stdout.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
+    database: DatabaseOpt = None,
 ) -> None:
     """Table 1 per experiment: n, mean ± sd, Δ with a bootstrap interval, Welch's t and p (Holm-adjusted),
     Cohen's d, a cluster-bootstrap test when agent ids are known, and the paper's values beside ours."""
@@ -56,7 +57,7 @@ def report(
         raise ConfigurationError("give EXPERIMENT_ID (a stored experiment) or --raw FILE.json (the paper's format)")
     datasets = [load_raw(path) for path in raw or []]
     if experiment_ids:
-        datasets += _stored(settings_from(), experiment_ids)
+        datasets += _stored(settings_from(database=database), experiment_ids)
     write_report(datasets, output_format, charts, output, seed)
 
 
@@ -132,6 +133,7 @@ def run(
     prices: PricesOpt = None,
     broker: BrokerOpt = None,
     prefix: PrefixOpt = None,
+    database: DatabaseOpt = None,
 ) -> None:
     """Both arms of SCENARIO on identical agents and schedules; every session scored and stored whole."""
     from streams.experiment_main import RunOptions
@@ -139,7 +141,7 @@ def run(
     if budget_usd is not None and max_tokens is not None:
         raise ConfigurationError("give --budget-usd or --max-tokens, not both")
     options = RunOptions(scenario, scale, population, concurrency, budget_usd, max_tokens, resume, strategy, prices)
-    settings = settings_from(actor=actor, judge=judge, broker=broker, prefix=prefix)
+    settings = settings_from(actor=actor, judge=judge, broker=broker, prefix=prefix, database=database)
     _run_all([options], settings, embedded, dry_run)
 
 
@@ -161,6 +163,7 @@ def table1(
     output: Annotated[Path | None, typer.Option("--output", help="Write the report here instead of stdout.")] = None,
     broker: BrokerOpt = None,
     prefix: PrefixOpt = None,
+    database: DatabaseOpt = None,
 ) -> None:
     """The four bundled scenarios (TinyTroupe's Table 1), one after the other, in one combined report.
     ``--budget-usd`` applies to each scenario."""
@@ -169,7 +172,7 @@ def table1(
 
     options = [RunOptions(name, scale, population, concurrency, budget_usd, None, None, strategy)
                for name in SCENARIO_PAPER_KEYS]  # fmt: skip
-    settings = settings_from(actor=actor, judge=judge, broker=broker, prefix=prefix)
+    settings = settings_from(actor=actor, judge=judge, broker=broker, prefix=prefix, database=database)
     datasets = _run_all(options, settings, embedded, dry_run)
     if datasets:
         write_report(datasets, output_format, charts, output, 0)

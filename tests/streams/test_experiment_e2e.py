@@ -112,6 +112,13 @@ async def test_planted_effects_resume_and_budget(scenario: Scenario, tmp_path: P
     killed = await _kill_after_first_session(scenario, [*common, "--concurrency", "1"], {whole})
     resumed, status = await asyncio.to_thread(run, scenario, "run", SCENARIO, *common, "--resume", killed)
     assert (resumed, status) == (killed, "completed")
+    other_scale = [*common[2:], "--scale", "0.1", "--resume", killed]  # a resume must keep the experiment's plan
+    done = subprocess.run(drift(scenario, "run", SCENARIO, *other_scale), cwd=REPO, env=env(scenario),
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 2 and "resume with the same --scale" in done.stderr, done.stderr[-2000:]
+    async with await Store.connect(scenario.stack.database.url) as store:
+        row = await store.pool.fetchrow("SELECT status, attempts FROM experiments WHERE id = $1", killed)
+    assert tuple(row) == ("completed", 2)  # the refused resume changed nothing
 
     # the scripted actor words its ideas from the agent id (which names the experiment), so only the extracted
     # counts differ between two experiments; every judged score must be equal
