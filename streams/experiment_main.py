@@ -238,10 +238,26 @@ def _display(console: Console, total: int) -> Iterator[Progress]:
         return (f"sessions {p.done}/{total} ({p.failed} failed) · actor+judge calls {p.llm_calls:,} · tokens "
                 f"{p.tokens:,} · cost {format_cost(p.cost_usd)} · elapsed {elapsed:.0f}s · ETA {eta}")  # fmt: skip
 
-    with Live(console=console, refresh_per_second=4, transient=False) as live:
+    with Live(console=console, refresh_per_second=4, transient=True) as live:
         progress = Progress(total=total, on_change=lambda p: live.update(render(p)))
         yield progress
-        live.update(render(progress))
+    console.print(render(progress), highlight=False)
+
+
+@contextmanager
+def reachable_database(settings: Settings) -> Iterator[Settings]:
+    """``settings`` as they are when a database URL is configured; otherwise the embedded database of
+    ``DRIFT_DATA_DIR`` (where ``--embedded`` experiments are kept), started for the block if it is not running."""
+    if settings.database_url:
+        yield settings
+        return
+    from streams.embedded import start_database
+
+    database = start_database(settings.data_dir)
+    try:
+        yield settings.with_(database_url=database.url)
+    finally:
+        database.stop()
 
 
 async def load_data(settings: Settings, experiment_ids: list[str]) -> list[ExperimentData]:

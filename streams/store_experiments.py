@@ -169,5 +169,7 @@ def experiment_data(stored: StoredExperiment, rows: Sequence[Any], metric_order:
         MetricData(m, sample(m, "control"), sample(m, "treatment"), kind="count" if "_qty" in m else "score")
         for m in seen
     )
-    source = f"experiment {stored.id} ({stored.status})"
+    run = stored.settings
+    source = (f"experiment {stored.id} ({stored.status}) · actor {run.get('actor', '?')} · judge "
+              f"{run.get('judge', '?')} · scale {run.get('scale', '?')}")  # fmt: skip
     return ExperimentData(stored.scenario, metrics, source=source, paper_key=stored.paper_key)

@@ -90,9 +90,10 @@ def write_report(
 def _stored(settings: Settings, experiment_ids: list[str]) -> list[ExperimentData]:
     import asyncio
 
-    from streams.experiment_main import load_data
+    from streams.experiment_main import load_data, reachable_database
 
-    return asyncio.run(load_data(settings, experiment_ids))
+    with reachable_database(settings) as reachable:
+        return asyncio.run(load_data(reachable, experiment_ids))
 
 
 ScaleOpt = Annotated[
