@@ -91,8 +91,19 @@ async def test_planted_effects_resume_and_budget(scenario: Scenario, tmp_path: P
     actor = tmp_path / "actor.yaml"
     actor.write_text("latency_ms: 15\n")
     common = ["--scale", "0.05", "--actor", f"scripted:{actor}", "--judge", judge]
+    whole = await _check_planted_directions(scenario, common)
+    killed = await _check_kill_and_resume(scenario, common, whole)
+    # Ctrl-C: no new session starts, the running one finishes and is stored, the experiment is partial
+    interrupted = await _kill_after_first_session(scenario, [*common, "--concurrency", "1"], {whole, killed},
+                                                  signal.SIGINT)  # fmt: skip
+    async with await Store.connect(scenario.stack.database.url) as store:
+        state = await store.pool.fetchval("SELECT status FROM experiments WHERE id = $1", interrupted)
+    assert state == "partial"
+    await _check_budget_cap(scenario, common)
 
-    # an uninterrupted run: every judged metric shows the planted direction
+
+async def _check_planted_directions(scenario: Scenario, common: list[str]) -> str:
+    """An uninterrupted run: every judged metric shows the planted direction."""
     whole, status = await asyncio.to_thread(run, scenario, "run", SCENARIO, *common, "--concurrency", "4")
     assert status == "completed"
     command = drift(scenario, "report", whole, "--format", "json")
@@ -105,10 +116,13 @@ async def test_planted_effects_resume_and_budget(scenario: Scenario, tmp_path: P
         assert row["control"]["n"] == (10 if metric in {"hard_persona_adherence", "self_consistency", "fluency"} else 2)
     assert metrics["hard_persona_adherence"]["direction_agrees"] is False  # the paper found the opposite
     assert metrics["ideas_qty"]["control"]["n"] == 2  # the rapporteur's extracted lists were counted
-    expected_scores = await stored_scores(scenario, whole)
-    assert len(expected_scores) == 2 * 2 * (5 * 3 + 3) and all(rows > 0 for *_, rows in expected_scores[:3])
+    scores = await stored_scores(scenario, whole)
+    assert len(scores) == 2 * 2 * (5 * 3 + 3) and all(rows > 0 for *_, rows in scores[:3])
+    return whole
 
-    # kill a run mid-way (SIGKILL), resume it: no session redone twice, the same scores as the whole run
+
+async def _check_kill_and_resume(scenario: Scenario, common: list[str], whole: str) -> str:
+    """SIGKILL a run mid-way, resume it: no session redone twice, the same scores as the whole run."""
     killed = await _kill_after_first_session(scenario, [*common, "--concurrency", "1"], {whole})
     resumed, status = await asyncio.to_thread(run, scenario, "run", SCENARIO, *common, "--resume", killed)
     assert (resumed, status) == (killed, "completed")
@@ -125,17 +139,13 @@ async def test_planted_effects_resume_and_budget(scenario: Scenario, tmp_path: P
     def judged(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         return [r[:5] for r in rows if r[2] != "ideas_qty"]
 
-    resumed_scores = await stored_scores(scenario, killed)
-    assert len(resumed_scores) == len(expected_scores) and judged(resumed_scores) == judged(expected_scores)
+    expected, resumed_scores = await stored_scores(scenario, whole), await stored_scores(scenario, killed)
+    assert len(resumed_scores) == len(expected) and judged(resumed_scores) == judged(expected)
+    return killed
 
-    # Ctrl-C: no new session starts, the running one finishes and is stored, the experiment is partial
-    interrupted = await _kill_after_first_session(scenario, [*common, "--concurrency", "1"], {whole, killed},
-                                                  signal.SIGINT)  # fmt: skip
-    async with await Store.connect(scenario.stack.database.url) as store:
-        state = await store.pool.fetchval("SELECT status FROM experiments WHERE id = $1", interrupted)
-    assert state == "partial"
 
-    # a token cap that admits one session per arm: a partial experiment, still reported
+async def _check_budget_cap(scenario: Scenario, common: list[str]) -> None:
+    """A token cap that admits one session per arm: a partial experiment, still reported."""
     chosen = load_scenario(SCENARIO)
     sets = metric_sets(chosen, scenario.settings.propositions_dir)
     cap = sum(estimate_session(chosen, arm, sets).tokens for arm in ("treatment", "control"))
