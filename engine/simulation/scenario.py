@@ -27,8 +27,9 @@ from engine.models import AgentConfig
 from engine.propositions.issues import validate_document
 from engine.propositions.models import check_id
 from engine.propositions.yamlsource import read_yaml
+from engine.settings import bundled_simulations
 
-BUNDLED_SCENARIOS = Path(__file__).resolve().parents[2] / "simulations" / "scenarios"
+BUNDLED_SCENARIOS = bundled_simulations() / "scenarios"
 PROMPT_VARIABLES = frozenset({"theme", "participants", "items"})
 _ENV = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
 
