@@ -167,7 +167,22 @@ function chart(runs, baseline) {
 // -- runs ---------------------------------------------------------------------------------------------
 async function loadRuns() {
   if (source) { source.close(); source = null; }
-  const [evals, formats] = await Promise.all([api("/api/runs/evaluations?limit=100"), api("/api/runs/formats?limit=100")]);
+  const [evals, formats, experiments] = await Promise.all([api("/api/runs/evaluations?limit=100"),
+    api("/api/runs/formats?limit=100"), api("/api/runs/experiments?limit=100")]);
+  const expBody = $("experiments").querySelector("tbody");
+  expBody.replaceChildren();
+  $("experiments-empty").classList.toggle("hidden", experiments.experiments.length > 0);
+  for (const x of experiments.experiments) {
+    const row = el("tr");
+    const link = el("a", "Table 1 and charts");
+    link.href = `/experiments/${encodeURIComponent(x.experiment_id)}`;
+    link.target = "_blank";
+    const cell = el("td");
+    cell.append(link);
+    row.append(el("td", when(x.created_at)), el("td", x.experiment_id), el("td", x.scenario), el("td", x.status),
+      el("td", x.sessions), cell);
+    expBody.append(row);
+  }
   const evalBody = $("eval-runs").querySelector("tbody");
   evalBody.replaceChildren();
   $("eval-empty").classList.toggle("hidden", evals.runs.length > 0);
@@ -188,7 +203,7 @@ async function loadRuns() {
     row.addEventListener("click", () => showFormatRun(r));
     formatBody.append(row);
   }
-  status(`${evals.runs.length} evaluation runs, ${formats.runs.length} format runs`);
+  status(`${evals.runs.length} evaluation runs, ${experiments.experiments.length} experiments, ${formats.runs.length} format runs`);
 }
 
 async function showFormatRun(run) {
