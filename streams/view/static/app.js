@@ -112,6 +112,7 @@ async function loadAgents() {
   const { agents } = await api("/api/agents?limit=200");
   body.replaceChildren();
   $("agents-empty").classList.toggle("hidden", agents.length > 0);
+  $("agents-table").classList.toggle("hidden", agents.length === 0);
   for (const a of agents) {
     const rate = a.attempts ? a.retries / a.attempts : null;
     const row = el("tr");
@@ -172,6 +173,7 @@ async function loadRuns() {
   const expBody = $("experiments").querySelector("tbody");
   expBody.replaceChildren();
   $("experiments-empty").classList.toggle("hidden", experiments.experiments.length > 0);
+  $("experiments").classList.toggle("hidden", experiments.experiments.length === 0);
   for (const x of experiments.experiments) {
     const row = el("tr");
     const link = el("a", "Table 1 and charts");
@@ -186,6 +188,7 @@ async function loadRuns() {
   const evalBody = $("eval-runs").querySelector("tbody");
   evalBody.replaceChildren();
   $("eval-empty").classList.toggle("hidden", evals.runs.length > 0);
+  $("eval-runs").classList.toggle("hidden", evals.runs.length === 0);
   for (const r of evals.runs) {
     const dims = Object.entries(r.dimension_scores || {}).map(([d, s]) => `${d} ${fmt(s)}`).join(", ");
     const row = el("tr");
@@ -196,6 +199,7 @@ async function loadRuns() {
   const formatBody = $("format-runs").querySelector("tbody");
   formatBody.replaceChildren();
   $("formats-empty").classList.toggle("hidden", formats.runs.length > 0);
+  $("format-runs").classList.toggle("hidden", formats.runs.length === 0);
   for (const r of formats.runs) {
     const row = el("tr");
     row.append(el("td", when(r.created_at)), el("td", r.format), el("td", r.source), el("td", r.target),
