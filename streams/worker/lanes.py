@@ -114,10 +114,10 @@ class GateLane:
             return None
 
     async def __call__(self, messages: list[Any]) -> None:
-        await self.wait_ready()  # the transport awaits it before the hand-over too; this guards direct callers
-        self._batches += 1
+        self._batches += 1  # counted at once: a revocation waits for this batch from now on
         self._no_batch.clear()
         try:
+            await self.wait_ready()  # the transport awaits it before the hand-over too; this guards direct callers
             await self._batch(messages)
         finally:
             self._batches -= 1

@@ -68,6 +68,14 @@ async def test_the_gate_lane_leaves_queued_drafts_of_revoked_partitions_unacked(
     assert handled == [0] and unacked == {messages[0]}  # 1 and 2 go to the next owner
 
 
+async def _loaded() -> None:
+    return None
+
+
+#: a configuration cache whose stored configurations are in (the lane decides nothing before that)
+LOADED = SimpleNamespace(wait_loaded=_loaded)
+
+
 async def test_revocation_waits_for_a_lane_batch_in_progress() -> None:
     letting_go = asyncio.Event()
     dead: list[Any] = []
@@ -78,7 +86,7 @@ async def test_revocation_waits_for_a_lane_batch_in_progress() -> None:
 
     consumer = SimpleNamespace(_unacked_messages=set(), ack=lambda message: None)
     rt = SimpleNamespace(app=SimpleNamespace(consumer=consumer), dead_letter=dead_letter,
-                         output=SimpleNamespace(batch=lambda: None), deps=SimpleNamespace(configs=None))  # fmt: skip
+                         output=SimpleNamespace(batch=lambda: None), deps=SimpleNamespace(configs=LOADED))  # fmt: skip
     lane = GateLane(rt)  # type: ignore[arg-type]
     bad = SimpleNamespace(key=b"michael", value=b"{not json", tp=0, partition=0, offset=5, topic="drafts")
     batch = asyncio.ensure_future(lane([bad]))

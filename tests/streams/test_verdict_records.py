@@ -10,7 +10,6 @@ from typing import Any
 
 import orjson
 
-from engine.judges.scripted import ScriptedJudge
 from engine.library import PropositionLibrary
 from engine.models import AgentConfig
 from engine.settings import BUNDLED_PROPOSITIONS, Settings
@@ -18,6 +17,7 @@ from streams.runtime.tables import DirectTable, table_partition
 from streams.services.configs import ConfigCache
 from streams.services.gate import GateDeps, process_draft, remember_commit
 from streams.wire.payloads import Draft
+from tests.streams.judging import uniform_judge
 
 
 class Recorder:
@@ -38,7 +38,7 @@ class Recorder:
 
 def make_deps(score: int, config: AgentConfig, send: Recorder) -> GateDeps:
     configs = ConfigCache(None, default=config)
-    judge = ScriptedJudge.from_rules({"default": score})
+    judge = uniform_judge(score)
     return GateDeps(Settings(), judge, PropositionLibrary(BUNDLED_PROPOSITIONS), configs, send, {}, {})
 
 
@@ -50,7 +50,7 @@ async def test_a_redelivered_attempt_gets_its_first_verdict_even_if_a_new_judgem
     send = Recorder()
     deps = make_deps(9, SUITABILITY, send)
     await process_draft(deps, DRAFT, time.monotonic())
-    deps.judge = ScriptedJudge.from_rules({"default": 1})  # the model now answers differently
+    deps.judge = uniform_judge(1)  # the model now answers differently
     await process_draft(deps, DRAFT, time.monotonic())  # the same attempt, redelivered
 
     first, second = send.values(deps.topics.verdicts)
@@ -66,7 +66,7 @@ async def test_a_retry_verdict_is_re_emitted_and_the_next_attempt_is_judged() ->
     send = Recorder()
     deps = make_deps(2, SUITABILITY, send)
     await process_draft(deps, DRAFT, time.monotonic())
-    deps.judge = ScriptedJudge.from_rules({"default": 9})
+    deps.judge = uniform_judge(9)
     await process_draft(deps, DRAFT, time.monotonic())
     await process_draft(deps, DRAFT.model_copy(update={"attempt": 2, "text": "Friday: paper drive, bring boxes"}),
                         time.monotonic())  # fmt: skip
