@@ -1,8 +1,8 @@
 """Faust tables written on the hot path without Faust's per-write machinery.
 
 :class:`DirectTable` updates a Faust table's in-memory store and marks the key dirty, remembering the
-partition of the record being processed, which the caller sets in :data:`table_partition` (exactly where
-Faust would write its changelog record).
+partition of the record being processed, which the caller names explicitly: writes go through
+``table.at(partition)`` (exactly where Faust would write its changelog record); a write without one fails.
 :meth:`DirectTable.flush` sends one changelog record per dirty key — its value at flush time, so several
 writes of one key in a batch cost one record, as a compacted changelog would keep anyway — on the worker's
 output producer, and returns the delivery futures, so the caller can ack the source events only once their
@@ -15,16 +15,12 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
-from contextvars import ContextVar
 from typing import Any
 
 import orjson
 
 from engine.errors import ConfigurationError
 from streams.runtime.faust_private import table_store_url
-
-table_partition: ContextVar[int | None] = ContextVar("table_partition", default=None)
-"""The source partition of the record whose effects are being written (a changelog partition must match it)."""
 
 Send = Callable[[str, bytes, bytes | None, int | None], Awaitable[asyncio.Future[Any]]]
 
@@ -72,19 +68,25 @@ class DirectTable(MutableMapping[str, Any]):
     def __len__(self) -> int:
         return len(self._store)
 
-    def _mark(self, key: str) -> None:
-        partition = table_partition.get()
+    def at(self, partition: int | None) -> PartitionWrites:
+        """This table as written on behalf of a record of source ``partition`` (its changelog partition)."""
+        return PartitionWrites(self, partition)
+
+    def write(self, key: str, value: Any, partition: int | None) -> None:
+        """Set ``key`` (delete it when ``value`` is None) for a record of source ``partition``."""
         if partition is None:
-            raise RuntimeError("a table write needs the source record's partition (set table_partition)")
+            raise RuntimeError("a table write needs the source record's partition (write through table.at(p))")
+        if value is None:
+            self._store.pop(key, None)
+        else:
+            self._store[key] = value
         self._dirty[key] = partition
 
     def __setitem__(self, key: str, value: Any) -> None:
-        self._store[key] = value
-        self._mark(key)
+        raise TypeError("DirectTable writes name their partition: use table.at(partition)[key] = value")
 
     def __delitem__(self, key: str) -> None:
-        self._store.pop(key, None)
-        self._mark(key)
+        raise TypeError("DirectTable writes name their partition: use del table.at(partition)[key]")
 
     async def flush(self, keys: Iterable[str] | None = None, send: Send | None = None) -> list[asyncio.Future[Any]]:
         """Send the changelog records of the dirty ``keys`` (all dirty keys by default), with ``send`` if given.
@@ -109,3 +111,34 @@ class DirectTable(MutableMapping[str, Any]):
     def _settled(self, key: str, done: asyncio.Future[Any]) -> None:
         if self._in_flight.get(key) is done:
             del self._in_flight[key]
+
+
+class PartitionWrites(MutableMapping[str, Any]):
+    """A :class:`DirectTable` bound to the source partition of the record being processed: reads are the
+    table's, writes are marked for that partition's changelog (the explicit write context of a record)."""
+
+    def __init__(self, table: DirectTable, partition: int | None) -> None:
+        self.table = table
+        self.partition = partition
+
+    @property
+    def local(self) -> Any:
+        return self.table.local
+
+    def __getitem__(self, key: str) -> Any:
+        return self.table[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.table
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.table)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.table.write(key, value, self.partition)
+
+    def __delitem__(self, key: str) -> None:
+        self.table.write(key, None, self.partition)

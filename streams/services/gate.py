@@ -69,6 +69,21 @@ class Sender(Protocol):
     ) -> asyncio.Future[Any]: ...
 
 
+class TableWrites:
+    """The gate's tables as written for one source record: every write lands in that record's partition (a
+    :class:`streams.runtime.tables.DirectTable` bound with ``at``; plain mappings, in tests, as they are)."""
+
+    def __init__(self, deps: GateDeps, partition: int | None) -> None:
+        self.recent = _bound(deps.recent, partition)
+        self.pending = _bound(deps.pending, partition)
+        self.verdicts = _bound(deps.verdicts, partition)
+
+
+def _bound(table: MutableMapping[str, Any], partition: int | None) -> MutableMapping[str, Any]:
+    at = getattr(table, "at", None)
+    return table if at is None else at(partition)
+
+
 @dataclass
 class GateDeps:
     settings: Settings
@@ -335,15 +350,22 @@ def remember_commit(recent: MutableMapping[str, Any], agent_id: str, message_id:
 
 
 async def process_draft(
-    deps: GateDeps, draft: Draft, received: float, *, flush: bool = True, send: Sender | None = None
+    deps: GateDeps,
+    draft: Draft,
+    received: float,
+    *,
+    partition: int | None = None,
+    flush: bool = True,
+    send: Sender | None = None,
 ) -> list[asyncio.Future[Any]]:
     """Judge one attempt, send its records and update the tables. Returns the records' delivery futures.
 
     With ``flush=False`` the table writes stay queued: the caller flushes them for a whole batch (several
     commits of one agent then cost one changelog record) and waits for those deliveries too. ``send``
     replaces ``deps.send`` (a lane batch gathers its records, see :class:`streams.runtime.output.OutputBatch`).
+    Table writes belong to ``partition``, the draft record's (its changelog partition).
     """
-    send = send or deps.send
+    send, tables = send or deps.send, TableWrites(deps, partition)
     known = (deps.verdicts.get(draft.draft_id) or {}).get(str(draft.attempt))
     if known is not None:  # a redelivered attempt: the first verdict again, never a second judgement
         return await _emit(deps, draft, known, send)
@@ -352,21 +374,21 @@ async def process_draft(
     verdict = build_verdict(draft, result, decision, latency_ms, deps.judge.name)
     record = {"verdict": verdict, "at": utcnow_iso()}
     if decision.decision is Decision.COMMIT:
-        remember_commit(deps.recent, draft.agent_id, draft.draft_id, decision.text, draft.channel)
+        remember_commit(tables.recent, draft.agent_id, draft.draft_id, decision.text, draft.channel)
         name, ts = draft.agent_name or draft.agent_id, datetime.now(UTC)  # the message's ts is ``now`` too
         deps.view.record(
             draft.draft_id, draft.run_id, Event(draft.agent_id, name, decision.text, channel=draft.channel, ts=ts)
         )
-    remember_verdict(deps.verdicts, draft, record)
+    remember_verdict(tables.verdicts, draft, record)
     if flush:  # the record is durable before the verdict goes out (a lane batch does this for all its drafts)
         await deps.persist_verdicts((draft.draft_id,))
     deliveries = await _emit(deps, draft, record, send)
     if decision.decision is Decision.RETRY:
         attempts = [a for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] != draft.attempt]
         attempts.append({"attempt": draft.attempt, "text": draft.text, "total_score": result.total_score})
-        deps.pending[draft.draft_id] = attempts
+        tables.pending[draft.draft_id] = attempts
     elif draft.attempt > 1 and draft.draft_id in deps.pending:
-        del deps.pending[draft.draft_id]
+        del tables.pending[draft.draft_id]
     if flush:
         deliveries.extend(await deps.flush_tables((draft.agent_id, draft.draft_id), send))
     deps.stats.record(result, decision.outcome.value, draft.attempt, latency_ms)

@@ -20,8 +20,7 @@ from streams.runtime import faust_private
 from streams.runtime.dispatch import KeyedDispatcher
 from streams.runtime.history import record_key
 from streams.runtime.output import OutputBatch
-from streams.runtime.tables import table_partition
-from streams.services.gate import process_draft, remember_commit
+from streams.services.gate import TableWrites, process_draft, remember_commit
 from streams.wire.payloads import Draft, EvaluationRequest, Message, decode, encode
 from streams.wire.topics import Topics
 
@@ -89,11 +88,12 @@ class GateLane:
         """The draft's delivery futures; None when it failed and was dead-lettered (and acked). In a ``batch``,
         its records and table writes wait for the batch's flush."""
         message, draft, received = item
-        table_partition.set(message.partition)  # table writes belong to the draft's partition
         try:
             if batch is None:
-                return await process_draft(self.rt.deps, draft, received)
-            return await process_draft(self.rt.deps, draft, received, flush=False, send=batch.send)
+                return await process_draft(self.rt.deps, draft, received, partition=message.partition)
+            return await process_draft(
+                self.rt.deps, draft, received, partition=message.partition, flush=False, send=batch.send
+            )
         except Exception as exc:
             log.exception("draft %s failed", draft.draft_id)
             await self.rt.dead_letter(message, f"internal error while judging: {exc}")
@@ -251,8 +251,8 @@ async def _absorb(rt: Runtime, records: list[Any]) -> dict[str, tuple[Any, int, 
         if message.kind != "action":
             continue
         if message.origin != "gate":
-            table_partition.set(record.partition)
-            remember_commit(rt.deps.recent, message.agent_id, message.message_id, message.text, message.channel)
+            recent = TableWrites(rt.deps, record.partition).recent  # the changelog partition of this record
+            remember_commit(recent, message.agent_id, message.message_id, message.text, message.channel)
         _, seen, _ = per_agent.get(message.agent_id, (None, 0, message))
         per_agent[message.agent_id] = (record, seen + 1, message)
     return per_agent

@@ -1,6 +1,6 @@
 """DirectTable: store writes, one changelog record per dirty key, delivery futures for acking.
 
-Each test runs in its own task, so setting ``table_partition`` does not leak into other tests."""
+Writes name their source partition explicitly (``table.at(partition)``): there is no ambient partition."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from engine.errors import ConfigurationError
-from streams.runtime.tables import DirectTable, table_partition
+from streams.runtime.tables import DirectTable
 
 Sent = list[tuple[str, bytes, bytes | None, int | None]]
 
@@ -49,10 +49,11 @@ def make_table(sent: Sent, *, settle: bool = True) -> tuple[DirectTable, list[as
 async def test_writes_update_the_store_and_flush_partitioned_records_and_tombstones() -> None:
     sent: Sent = []
     table, _ = make_table(sent)
-    table_partition.set(2)
-    table["pam"] = [{"id": "m1"}]
-    del table["jim"]
+    writes = table.at(2)
+    writes["pam"] = [{"id": "m1"}]
+    del writes["jim"]
     assert table["pam"] == [{"id": "m1"}] and "jim" not in table and len(table) == 1
+    assert writes["pam"] == [{"id": "m1"}] and len(writes) == 1  # the bound view reads the table
     deliveries = await table.flush()
     assert len(deliveries) == 2
     assert sent == [
@@ -67,9 +68,8 @@ async def test_writes_update_the_store_and_flush_partitioned_records_and_tombsto
 async def test_several_writes_of_one_key_cost_one_record_with_the_last_value() -> None:
     sent: Sent = []
     table, _ = make_table(sent)
-    table_partition.set(1)
     for n in range(5):
-        table["pam"] = [n]
+        table.at(1)["pam"] = [n]
     await table.flush()
     assert sent == [("app-recent-messages-changelog", b'"pam"', b"[4]", 1)]
 
@@ -77,9 +77,8 @@ async def test_several_writes_of_one_key_cost_one_record_with_the_last_value() -
 async def test_a_key_scoped_flush_leaves_other_keys_dirty() -> None:
     sent: Sent = []
     table, _ = make_table(sent)
-    table_partition.set(0)
-    table["pam"] = [1]
-    table["jim"] = [2]
+    table.at(0)["pam"] = [1]
+    table.at(0)["jim"] = [2]
     await table.flush(["pam"])
     assert [key for _, key, _, _ in sent] == [b'"pam"']
     await table.flush()
@@ -90,8 +89,7 @@ async def test_a_flush_returns_undelivered_records_another_flush_sent() -> None:
     """A writer must not ack before its write is durable, even when someone else's flush sent the record."""
     sent: Sent = []
     table, futures = make_table(sent, settle=False)
-    table_partition.set(0)
-    table["pam"] = [1]
+    table.at(0)["pam"] = [1]
     first = await table.flush()
     again = await table.flush(["pam"])
     assert len(sent) == 1 and again == first == [futures[0]]
@@ -102,8 +100,20 @@ async def test_a_flush_returns_undelivered_records_another_flush_sent() -> None:
 
 async def test_a_write_without_a_source_partition_is_refused() -> None:
     table, _ = make_table([])
-    with pytest.raises(RuntimeError, match="partition"):
+    with pytest.raises(TypeError, match="partition"):
         table["pam"] = [1]
+    with pytest.raises(RuntimeError, match="partition"):
+        table.at(None)["pam"] = [1]
+    assert "pam" not in table
+
+
+async def test_the_last_write_of_a_key_names_its_changelog_partition() -> None:
+    sent: Sent = []
+    table, _ = make_table(sent)
+    table.at(0)["pam"] = [1]
+    table.at(2)["jim"] = [2]
+    await table.flush()
+    assert [(key, partition) for _, key, _, partition in sent] == [(b'"pam"', 0), (b'"jim"', 2)]
 
 
 @pytest.mark.parametrize(("store", "app_store"), [("rocksdb://", "memory://"), (None, "rocksdb://")])

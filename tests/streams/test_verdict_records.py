@@ -13,7 +13,7 @@ import orjson
 from engine.library import PropositionLibrary
 from engine.models import AgentConfig
 from engine.settings import BUNDLED_PROPOSITIONS, Settings
-from streams.runtime.tables import DirectTable, table_partition
+from streams.runtime.tables import DirectTable
 from streams.services.configs import ConfigCache
 from streams.services.gate import GateDeps, process_draft, remember_commit
 from streams.wire.payloads import Draft
@@ -94,8 +94,7 @@ async def test_the_verdict_record_is_on_the_broker_before_the_verdict_is_sent() 
         app=SimpleNamespace(conf=SimpleNamespace(store="memory://")),  # DirectTable takes in-memory stores only
     )
     deps.verdicts = DirectTable(table, send)
-    table_partition.set(0)
-    await process_draft(deps, DRAFT, time.monotonic())
+    await process_draft(deps, DRAFT, time.monotonic(), partition=0)
     topics = [topic for topic, _ in send.sent]
     assert topics.index("verdict-records-log") < topics.index(deps.topics.verdicts)
     assert set(table.data["d-7"]) == {"1"}
