@@ -43,8 +43,11 @@ def _writer(store: Store, table: Table) -> Callable[[Sequence[Any]], Awaitable[N
     return store.write_correction_logs if table == "correction_logs" else store.write_messages
 
 
-async def run_sink(settings: Settings, store: Callable[[], Awaitable[Store]], table: Table) -> None:
-    """Consume the sink's topic until cancelled; ``store`` returns the (possibly not yet connected) store."""
+async def run_sink(
+    settings: Settings, store: Callable[[], Awaitable[Store]], table: Table, started: Callable[[], None] = lambda: None
+) -> None:
+    """Consume the sink's topic until cancelled; ``store`` returns the (possibly not yet connected) store.
+    ``started`` is called once the consumer is connected to the broker."""
     topic, model = _source(settings, table)
     consumer = AIOKafkaConsumer(
         topic,
@@ -57,7 +60,8 @@ async def run_sink(settings: Settings, store: Callable[[], Awaitable[Store]], ta
         heartbeat_interval_ms=1000,
     )
     try:  # a consumer cancelled while it starts (an early Ctrl-C) is closed too
-        await start_with_retry(consumer, settings.broker, 30.0)
+        await start_with_retry(consumer, settings.broker, max(30.0, settings.connect_timeout_s))
+        started()
         while True:
             batches = await consumer.getmany(timeout_ms=200, max_records=BATCH)
             values = [record.value for records in batches.values() for record in records]
@@ -95,6 +99,15 @@ async def _write_with_retry(write: Callable[[Sequence[Any]], Awaitable[None]], t
         delay = min(delay * 2, 5.0)
 
 
-async def run_sinks(settings: Settings, store: Callable[[], Awaitable[Store]]) -> None:
-    """Every sink, until cancelled."""
-    await asyncio.gather(*(run_sink(settings, store, table) for table in SINK_TABLES))
+async def run_sinks(
+    settings: Settings, store: Callable[[], Awaitable[Store]], on_ready: Callable[[], None] = lambda: None
+) -> None:
+    """Every sink, until cancelled; ``on_ready`` once every sink's consumer is connected."""
+    waiting = set(SINK_TABLES)
+
+    def started(table: Table) -> None:
+        waiting.discard(table)
+        if not waiting:
+            on_ready()
+
+    await asyncio.gather(*(run_sink(settings, store, t, lambda t=t: started(t)) for t in SINK_TABLES))  # type: ignore[misc]
