@@ -31,6 +31,12 @@ from engine.judges.base import ClaimAnswer, JudgeMode, JudgeRequest, JudgeResult
 from engine.models import EventKind
 
 NAME = "offline-heuristic (no LLM)"
+#: What every output judged by this judge says about it (issue 18, point 3).
+LIMITS = (
+    "offline heuristic judge (no LLM): it counts words — persona vocabulary, stock corporate phrases, bland "
+    "agreement, repetition — and cannot read meaning, sarcasm or paraphrase; its scores run lower than an "
+    "LLM's and a whole conversation is not the average of its messages. Set ANTHROPIC_API_KEY to judge with Claude."
+)
 _LABEL = "[offline heuristic]"
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
