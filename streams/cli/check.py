@@ -51,7 +51,10 @@ def check(
 
 def _print(verdict: Verdict) -> None:
     from engine.display import outcome_label
+    from engine.judges.offline import LIMITS, NAME
 
+    if verdict.judge == NAME:
+        typer.echo(f"note: {LIMITS}", err=True)
     outcome = outcome_label(verdict.outcome)
     typer.echo(f"{verdict.agent_id}: {verdict.decision} ({outcome}; judge {verdict.judge or '-'})")
     for name, score in verdict.scores.items():

@@ -83,6 +83,13 @@ async def _reachable(settings: Settings, partitions: int) -> list[str]:
     return await create_topics(settings, partitions=partitions, timeout_s=settings.connect_timeout_s)
 
 
+def _note_judge(name: str) -> None:
+    from engine.judges.offline import LIMITS, NAME
+
+    if name == NAME:
+        print(f"drift: note: {LIMITS}", file=sys.stderr)
+
+
 def _warn_if_empty(settings: Settings) -> None:
     folder = Path(settings.propositions_dir)
     if folder.is_dir() and not any(folder.rglob("*.yaml")) and not any(folder.rglob("*.yml")):
@@ -160,6 +167,7 @@ def up(
         settings, kill = _start_embedded(stack, settings, database=database, broker=broker, kafka_port=kafka_port)
         try:
             run(_prepare(settings, partitions))
+            _note_judge(judge_impl.name)
             database_shown = mask_url(settings.database())  # never a password in the 'ready' line (CI logs)
             ready = (f"ready broker={mask_url(settings.broker)} database={database_shown} judge={judge_impl.name} "
                      f"web=http://{settings.web_host}:{settings.web_port}")  # fmt: skip
@@ -195,6 +203,7 @@ def worker(
     judge_impl = make_judge(settings.judge, settings)
     _quiet_kafka_logs(verbose)
     created = run(_reachable(settings, partitions))
+    _note_judge(judge_impl.name)
     if created:
         print(f"drift: created {len(created)} topic(s) for prefix {settings.topic_prefix!r}", file=sys.stderr)
     settings = _free_web_port(settings)
