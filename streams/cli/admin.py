@@ -10,7 +10,7 @@ import typer
 from engine.errors import ConfigurationError
 from engine.ids import shown
 from engine.redaction import mask_url
-from streams.cli.common import BrokerOpt, DatabaseOpt, PrefixOpt, run, settings_from
+from streams.cli.common import BrokerOpt, DatabaseOpt, PrefixOpt, quiet_kafka_logs, run, settings_from
 
 topics_app = typer.Typer(help="Kafka topics of the protocol.", no_args_is_help=True)
 db_app = typer.Typer(help="The PostgreSQL schema.", no_args_is_help=True)
@@ -42,7 +42,8 @@ def topics_create(
     from streams.topics import all_topics
 
     settings = settings_from(broker=broker, prefix=prefix)
-    created = run(create_topics(settings, partitions=partitions))
+    quiet_kafka_logs()
+    created = run(create_topics(settings, partitions=partitions, timeout_s=settings.connect_timeout_s))
     total = len(all_topics(settings))
     typer.echo(f"topics: {len(created)} created, {total - len(created)} already present ({mask_url(settings.broker)})")
 
@@ -129,6 +130,7 @@ def config_set(
     settings = settings_from(database=database, broker=broker, prefix=prefix)
     changes = _parse_assignments(assignments)
     validated_change(agent, AgentConfig(), changes)  # fail fast, before connecting; the store checks again
+    quiet_kafka_logs()
 
     async def go() -> tuple[dict[str, Any], bool]:
         async with await Store.connect(settings.database()) as store:

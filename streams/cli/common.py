@@ -47,6 +47,14 @@ def settings_from(**overrides: Any) -> Settings:
     return Settings.from_env(**{mapping.get(k, k): v for k, v in overrides.items()})
 
 
+def quiet_kafka_logs(verbose: bool = False) -> None:
+    """aiokafka logs every failed connection attempt; a command says it once, in its own one-line error."""
+    import logging
+
+    if not verbose:
+        logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+
+
 def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 

@@ -20,6 +20,7 @@ from streams.cli.common import (
     JudgeOpt,
     PrefixOpt,
     PropositionsOpt,
+    quiet_kafka_logs,
     run,
     settings_from,
 )
@@ -62,14 +63,6 @@ def _free_web_port(settings: Settings) -> Settings:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((settings.web_host, 0))
         return settings.with_(web_port=int(sock.getsockname()[1]))
-
-
-def _quiet_kafka_logs(verbose: bool) -> None:
-    """aiokafka logs every failed connection attempt; a command says it once, in its own one-line error."""
-    import logging
-
-    if not verbose:
-        logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
 
 
 async def _reachable(settings: Settings, partitions: int) -> list[str]:
@@ -161,7 +154,7 @@ def up(
     _warn_if_empty(settings)
     PropositionLibrary(settings.propositions_dir).validate()
     judge_impl = make_judge(settings.judge, settings)
-    _quiet_kafka_logs(verbose)
+    quiet_kafka_logs(verbose)
     settings = _free_web_port(settings)
     with contextlib.ExitStack() as stack:
         settings, kill = _start_embedded(stack, settings, database=database, broker=broker, kafka_port=kafka_port)
@@ -201,7 +194,7 @@ def worker(
     _warn_if_empty(settings)
     PropositionLibrary(settings.propositions_dir).validate()
     judge_impl = make_judge(settings.judge, settings)
-    _quiet_kafka_logs(verbose)
+    quiet_kafka_logs(verbose)
     created = run(_reachable(settings, partitions))
     _note_judge(judge_impl.name)
     if created:
@@ -227,7 +220,7 @@ def sinks_command(
     from streams.store import Store
 
     settings = settings_from(broker=broker, database=database, prefix=prefix)
-    _quiet_kafka_logs(verbose)
+    quiet_kafka_logs(verbose)
     run(_reachable(settings, partitions=3))
 
     async def main() -> None:
