@@ -195,11 +195,11 @@ def worker(
     PropositionLibrary(settings.propositions_dir).validate()
     judge_impl = make_judge(settings.judge, settings)
     quiet_kafka_logs(verbose)
+    settings = _free_web_port(settings)
     created = run(_reachable(settings, partitions))
     _note_judge(judge_impl.name)
     if created:
         print(f"drift: created {len(created)} topic(s) for prefix {settings.topic_prefix!r}", file=sys.stderr)
-    settings = _free_web_port(settings)
     ready = (f"ready worker broker={mask_url(settings.broker)} judge={judge_impl.name} "
              f"prefix={settings.topic_prefix} web=http://{settings.web_host}:{settings.web_port}")  # fmt: skip
     run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready),

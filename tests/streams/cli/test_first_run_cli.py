@@ -161,3 +161,9 @@ def test_eval_run_with_the_offline_judge_says_what_it_cannot_judge() -> None:
                     "--allow-incomparable")  # fmt: skip
     assert done.returncode in (0, 1), done.stderr[-2000:]
     assert "offline heuristic judge (no LLM)" in done.stdout and "cannot read meaning" in done.stdout
+
+
+def test_worker_on_a_web_address_it_cannot_listen_on() -> None:
+    """192.0.2.1 (TEST-NET-1) is never a local address: binding fails before anything connects."""
+    done, elapsed = drift("worker", env={"DRIFT_WEB_HOST": "192.0.2.1", "DRIFT_CONNECT_TIMEOUT_S": "1"})
+    assert_one_line_error(done, elapsed, "web server: cannot listen on 192.0.2.1:6066")
