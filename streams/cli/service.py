@@ -93,14 +93,14 @@ def _warn_if_empty(settings: Settings) -> None:
         )
 
 
-async def _prepare(settings: Settings, partitions: int) -> None:
-    """Migrations and topics, before the worker starts."""
+async def _prepare(settings: Settings, partitions: int, timeout_s: float) -> None:
+    """Migrations and topics, before the worker starts (within ``timeout_s`` per service)."""
     from streams.kafka import create_topics
     from streams.store import Store
 
-    async with await Store.connect(settings.database()) as store:
+    async with await Store.connect(settings.database(), timeout_s=timeout_s) as store:
         await store.migrate()
-    await create_topics(settings, partitions=partitions)
+    await create_topics(settings, partitions=partitions, timeout_s=timeout_s)
 
 
 def _start_embedded(
@@ -156,10 +156,11 @@ def up(
     judge_impl = make_judge(settings.judge, settings)
     quiet_kafka_logs(verbose)
     settings = _free_web_port(settings)
+    wait_s = settings.connect_timeout_s if broker else max(15.0, settings.connect_timeout_s)  # embedded: just started
     with contextlib.ExitStack() as stack:
         settings, kill = _start_embedded(stack, settings, database=database, broker=broker, kafka_port=kafka_port)
         try:
-            run(_prepare(settings, partitions))
+            run(_prepare(settings, partitions, wait_s))
             _note_judge(judge_impl.name)
             database_shown = mask_url(settings.database())  # never a password in the 'ready' line (CI logs)
             ready = (f"ready broker={mask_url(settings.broker)} database={database_shown} judge={judge_impl.name} "
