@@ -42,8 +42,8 @@ def topics_create(
     from streams.topics import all_topics
 
     settings = settings_from(broker=broker, prefix=prefix)
-    quiet_kafka_logs()
-    created = run(create_topics(settings, partitions=partitions, timeout_s=settings.connect_timeout_s))
+    with quiet_kafka_logs():
+        created = run(create_topics(settings, partitions=partitions, timeout_s=settings.connect_timeout_s))
     total = len(all_topics(settings))
     typer.echo(f"topics: {len(created)} created, {total - len(created)} already present ({mask_url(settings.broker)})")
 
@@ -130,7 +130,6 @@ def config_set(
     settings = settings_from(database=database, broker=broker, prefix=prefix)
     changes = _parse_assignments(assignments)
     validated_change(agent, AgentConfig(), changes)  # fail fast, before connecting; the store checks again
-    quiet_kafka_logs()
 
     async def go() -> tuple[dict[str, Any], bool]:
         async with await Store.connect(settings.database()) as store:
@@ -138,7 +137,8 @@ def config_set(
         announced = await publish_config(settings, agent, new.model_dump(), timeout_s=settings.connect_timeout_s)
         return new.model_dump(), announced
 
-    new, announced = run(go())
+    with quiet_kafka_logs():
+        new, announced = run(go())
     for key in changes:
         typer.echo(f"{agent}: {key} = {new[key]}")
     if not announced:

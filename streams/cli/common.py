@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Mapping
+import contextlib
+from collections.abc import Coroutine, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -47,12 +48,20 @@ def settings_from(**overrides: Any) -> Settings:
     return Settings.from_env(**{mapping.get(k, k): v for k, v in overrides.items()})
 
 
-def quiet_kafka_logs(verbose: bool = False) -> None:
-    """aiokafka logs every failed connection attempt; a command says it once, in its own one-line error."""
+@contextlib.contextmanager
+def quiet_kafka_logs(verbose: bool = False) -> Iterator[None]:
+    """While a command connects, aiokafka's log line per failed attempt is silenced: the command says it once,
+    in its own one-line error. Restored afterwards, so a running worker still logs a broker it loses."""
     import logging
 
+    logger = logging.getLogger("aiokafka")
+    level = logger.level
     if not verbose:
-        logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

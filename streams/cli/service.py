@@ -154,13 +154,13 @@ def up(
     _warn_if_empty(settings)
     PropositionLibrary(settings.propositions_dir).validate()
     judge_impl = make_judge(settings.judge, settings)
-    quiet_kafka_logs(verbose)
     settings = _free_web_port(settings)
     wait_s = settings.connect_timeout_s if broker else max(15.0, settings.connect_timeout_s)  # embedded: just started
     with contextlib.ExitStack() as stack:
         settings, kill = _start_embedded(stack, settings, database=database, broker=broker, kafka_port=kafka_port)
         try:
-            run(_prepare(settings, partitions, wait_s))
+            with quiet_kafka_logs(verbose):
+                run(_prepare(settings, partitions, wait_s))
             _note_judge(judge_impl.name)
             database_shown = mask_url(settings.database())  # never a password in the 'ready' line (CI logs)
             ready = (f"ready broker={mask_url(settings.broker)} database={database_shown} judge={judge_impl.name} "
@@ -195,9 +195,9 @@ def worker(
     _warn_if_empty(settings)
     PropositionLibrary(settings.propositions_dir).validate()
     judge_impl = make_judge(settings.judge, settings)
-    quiet_kafka_logs(verbose)
     settings = _free_web_port(settings)
-    created = run(_reachable(settings, partitions))
+    with quiet_kafka_logs(verbose):
+        created = run(_reachable(settings, partitions))
     _note_judge(judge_impl.name)
     if created:
         print(f"drift: created {len(created)} topic(s) for prefix {settings.topic_prefix!r}", file=sys.stderr)
@@ -221,8 +221,8 @@ def sinks_command(
     from streams.store import Store
 
     settings = settings_from(broker=broker, database=database, prefix=prefix)
-    quiet_kafka_logs(verbose)
-    run(_reachable(settings, partitions=3))
+    with quiet_kafka_logs(verbose):
+        run(_reachable(settings, partitions=3))
 
     async def main() -> None:
         async with await Store.connect(settings.database(), timeout_s=settings.connect_timeout_s) as store:
