@@ -13,6 +13,7 @@ redelivered record never makes a duplicate row and a crash never loses one. A fa
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
@@ -110,4 +111,4 @@ async def run_sinks(
         if not waiting:
             on_ready()
 
-    await asyncio.gather(*(run_sink(settings, store, t, lambda t=t: started(t)) for t in SINK_TABLES))  # type: ignore[misc]
+    await asyncio.gather(*(run_sink(settings, store, t, functools.partial(started, t)) for t in SINK_TABLES))
