@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench schemas parity-agentv clean
+.PHONY: demo test lint typecheck unit bench schemas parity-agentv clean chaos
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,3 +45,7 @@ parity-agentv: $(VENV)/.dev
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+# The reliability suite (not part of `make test`): worker kills, judge faults, a database outage; see RELIABILITY.md.
+chaos: $(VENV)/.dev
+	$(BIN)/python -m ops.chaos

@@ -20,6 +20,7 @@ Decision table for one attempt (``attempt`` is 1-based, at most ``1 + max_correc
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -31,6 +32,7 @@ from engine.models import ZERO_USAGE, AgentConfig, Dimension, TokenUsage
 from engine.propositions import ACTION_LEVEL_WINDOW_DEFAULTS, PropositionSet
 from engine.scoring import DimensionScore, ScoringTarget, score_dimension
 
+log = logging.getLogger(__name__)
 DEFAULT_DIMENSION_DEADLINE_S = 5.0
 RECENT_FOR_SIMILARITY = 5
 
@@ -160,13 +162,17 @@ async def check_dimension(
     threshold: float,
     deadline_s: float,
 ) -> DimensionCheck:
-    """Await one dimension's score within its deadline. A timeout or judge error passes (fail-open)."""
+    """Await one dimension's score within its deadline. A timeout or *any* failure of the judge call passes
+    (fail-open) and is marked ``timed_out`` (with ``error`` naming the failure): whatever a provider answers (a
+    truncated body the SDK cannot decode, prose, 5xx), the draft gets a verdict; only cancellation propagates."""
     try:
         score = await asyncio.wait_for(judge_call, deadline_s)
     except TimeoutError:
         return DimensionCheck(dimension, 0.0, threshold, True, timed_out=True, reasoning="judge deadline passed")
-    except JudgeError as exc:
-        return DimensionCheck(dimension, 0.0, threshold, True, timed_out=True, error=str(exc), reasoning=str(exc))
+    except Exception as exc:  # fail-open by design: a judge failure never loses the draft
+        reason = str(exc) if isinstance(exc, JudgeError) else f"judge call failed: {type(exc).__name__}: {exc}"
+        log.warning("%s judge call failed open: %s", dimension.value, reason)
+        return DimensionCheck(dimension, 0.0, threshold, True, timed_out=True, error=reason, reasoning=reason)
     return DimensionCheck(
         dimension=dimension,
         score=score.score,

@@ -19,6 +19,7 @@ from engine.redaction import mask_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROPOSITIONS_PACKAGE, EXAMPLES_PACKAGE = "persona_drift_propositions", "persona_drift_examples"
+SIMULATIONS_PACKAGE = "persona_drift_simulations"
 
 
 @cache
@@ -34,6 +35,11 @@ def package_data_dir(package: str, source_folder: str) -> Path:
 def bundled_propositions() -> Path:
     """The bundled propositions directory, wherever the distribution is installed."""
     return package_data_dir(PROPOSITIONS_PACKAGE, "propositions")
+
+
+def bundled_simulations() -> Path:
+    """The bundled simulations directory (scenarios, population profiles, the tiny population)."""
+    return package_data_dir(SIMULATIONS_PACKAGE, "simulations")
 
 
 def bundled_example(name: str) -> Path:

@@ -160,6 +160,7 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     app = faust_app(settings, partitions)
     recent_table = app.Table("recent-messages", default=list, partitions=partitions)
     pending_table = app.Table("pending-attempts", default=list, partitions=partitions)
+    verdicts_table = app.Table("verdict-records", default=dict, partitions=partitions)
     configs = ConfigCache(None, wait_for_store=True)  # decides nothing until the stored configs are in
     library = PropositionLibrary(settings.propositions_dir)
     limited = LimitedJudge(judge, settings.judge_concurrency)
@@ -169,6 +170,7 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     deps.send = rt.send
     deps.recent = DirectTable(recent_table, rt.send)
     deps.pending = DirectTable(pending_table, rt.send)
+    deps.verdicts = DirectTable(verdicts_table, rt.send)
     _install_state(app, rt, partitions)
     _install_sinks(app, rt)
     install_evaluations(app, rt)
@@ -190,7 +192,13 @@ def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
     for topic in (topics.drafts, topics.messages):
         app.topics.add(raw_topic(app, topic))  # subscribed by Faust's group, co-partitioned with the tables
     state = StateLane(rt, partitions)
-    app.fast_lanes = {topics.drafts: GateLane(rt), topics.messages: state}
+    gate = GateLane(rt)
+    app.fast_lanes = {topics.drafts: gate, topics.messages: state}
+
+    async def revoked(sender: Any, revoked: set[Any], **kwargs: Any) -> None:
+        await gate.on_revoked(revoked)  # awaited before the group re-forms: see GateLane.on_revoked
+
+    app.on_partitions_revoked.connect(revoked)  # type: ignore[arg-type]
 
     @app.timer(COUNT_FLUSH_S)  # type: ignore[untyped-decorator]
     async def flush_counts() -> None:

@@ -16,8 +16,10 @@ import asyncio
 import logging
 from datetime import datetime
 
+from engine.errors import DriftError
 from engine.models import AgentConfig
 from streams.store import Store
+from streams.store_errors import classify
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +89,9 @@ class ConfigCache:
             if pending:
                 await self._store.ensure_agents(pending.items())
             changed, self._newest = await self._store.configs_changed_since(self._newest)
-        except Exception as exc:  # any database trouble: keep serving what we know
+        except Exception as exc:  # the database away (any driver error of it): keep the cached configuration
+            if not isinstance(exc, DriftError) and classify(exc) is None:
+                raise  # a bug in our code surfaces instead of hiding behind stale configurations
             self._pending_registration.update(pending)
             log.warning("configuration refresh failed (the last known configurations stay in use): %s", exc)
             return 0

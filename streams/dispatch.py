@@ -23,6 +23,7 @@ class KeyedDispatcher(Generic[T]):
         self._handler = handler
         self._queues: dict[str, deque[T]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._task_of: dict[str, asyncio.Task[None]] = {}
         self._slots = asyncio.Semaphore(max_in_flight)
         self._idle = asyncio.Event()
         self._idle.set()
@@ -39,6 +40,7 @@ class KeyedDispatcher(Generic[T]):
         self._queues[key] = deque([item])
         task = asyncio.create_task(self._drain(key), name=f"dispatch:{key}")
         self._tasks.add(task)
+        self._task_of[key] = task
         task.add_done_callback(self._tasks.discard)
 
     async def _drain(self, key: str) -> None:
@@ -54,8 +56,32 @@ class KeyedDispatcher(Generic[T]):
                 self.in_flight -= 1
                 self._slots.release()
         del self._queues[key]
+        del self._task_of[key]
         if not self._queues:
             self._idle.set()
+
+    async def withdraw(self, unwanted: Callable[[T], bool]) -> list[T]:
+        """Remove the queued items for which ``unwanted`` holds and that have not started, and wait until the
+        running ones for which it holds have finished. Returns the removed items.
+
+        An item's key fixes its partition, so the items of one key are all wanted or all unwanted: once its
+        running item is done, an unwanted key's queue is empty and its task ends."""
+        removed: list[T] = []
+        finishing: list[asyncio.Task[None]] = []
+        for key, queue in self._queues.items():
+            head, rest = queue[0], list(queue)[1:]
+            queue.clear()
+            queue.append(head)
+            for item in rest:
+                (removed if unwanted(item) else queue).append(item)
+            if unwanted(head):
+                finishing.append(self._task_of[key])
+        for _ in removed:
+            self.in_flight -= 1
+            self._slots.release()
+        if finishing:
+            await asyncio.wait(finishing)
+        return removed
 
     def busy(self, key: str) -> bool:
         """True while items of ``key`` are queued or running (a new item must queue behind them)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol
@@ -83,6 +83,7 @@ class GateDeps:
     view: HistoryView = field(default_factory=HistoryView)
     feed: CatchUp | None = None  # None: nothing feeds the view but this gate (tests)
     replayed: bool = False  # the feed has caught up once since the worker started
+    verdicts: MutableMapping[str, Any] = field(default_factory=dict)  # draft id -> {attempt: its records}
     _tokens: dict[str, TokenizedMessage] = field(default_factory=dict)
 
     async def flush_tables(
@@ -91,11 +92,27 @@ class GateDeps:
         """Send the changelog records of the table writes to ``keys`` (all by default) and return their delivery
         futures (tables that queue them, see :class:`streams.tables.DirectTable`); plain mappings need nothing."""
         deliveries: list[asyncio.Future[Any]] = []
-        for table in (self.recent, self.pending):
+        for table in (self.recent, self.pending, self.verdicts):
             flush = getattr(table, "flush", None)
             if flush is not None:
                 deliveries.extend(await flush(keys, send))
         return deliveries
+
+    async def persist_verdicts(
+        self, draft_ids: Iterable[str], send: Sender | None = None, ship: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
+        """Send the verdict records of ``draft_ids`` (with ``send``, then ``ship()`` when given: a lane batch
+        gathers them into whole Kafka batches) and wait until the broker has them.
+
+        Called before the verdicts themselves are sent: a verdict on the broker always has its record, so a
+        redelivered attempt is re-emitted from it, never judged a second time (see :func:`process_draft`)."""
+        flush = getattr(self.verdicts, "flush", None)
+        if flush is None:
+            return
+        delivered = await flush(draft_ids, send or self.send)
+        if ship is not None:
+            await ship()
+        await asyncio.gather(*delivered)
 
     @functools.cached_property
     def topics(self) -> Topics:
@@ -196,7 +213,7 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
 
 def _score_out(check: DimensionCheck) -> dict[str, Any]:
     return {"score": check.score, "threshold": check.threshold, "passed": check.passed,
-            "timed_out": check.timed_out, "reasoning": check.reasoning}  # fmt: skip
+            "timed_out": check.timed_out, "error": check.error, "reasoning": check.reasoning}  # fmt: skip
 
 
 def build_verdict(
@@ -226,9 +243,12 @@ def build_verdict(
     }  # fmt: skip
 
 
-def build_log(draft: Draft, result: AttemptResult, verdict: dict[str, Any], now: str) -> dict[str, Any]:
-    """The ``correction-logs`` record (shape of :class:`streams.payloads.CorrectionLog`)."""
+def build_log(draft: Draft, verdict: dict[str, Any], now: str) -> dict[str, Any]:
+    """The ``correction-logs`` record (shape of :class:`streams.payloads.CorrectionLog`), derived from the verdict
+    alone, so a re-emitted attempt's log is rebuilt exactly from its verdict record."""
     committed = verdict["decision"] == "commit"
+    scores = verdict["scores"]
+    similarity = verdict["similarity"]
     return {
         "draft_id": draft.draft_id,
         "attempt_number": draft.attempt,
@@ -237,11 +257,11 @@ def build_log(draft: Draft, result: AttemptResult, verdict: dict[str, Any], now:
         "original_text": draft.text,
         "corrected_text": verdict["text"] if committed and verdict["text"] != draft.text else None,
         "dimension_scores": {
-            c.dimension.value: {"score": c.score, "reasoning": c.reasoning, "timed_out": c.timed_out}
-            for c in result.checks
+            name: {"score": s["score"], "reasoning": s["reasoning"], "timed_out": s["timed_out"], "error": s["error"]}
+            for name, s in scores.items()
         },
-        "similarity_score": result.similarity.score if result.similarity else None,
-        "total_score": result.total_score,
+        "similarity_score": similarity["score"] if similarity else None,
+        "total_score": sum(s["score"] for s in scores.values()),
         "decision": verdict["decision"],
         "outcome": verdict["outcome"],
         "token_usage": verdict["token_usage"],
@@ -265,6 +285,36 @@ def committed_message(draft: Draft, text: str, now: str) -> dict[str, Any]:
         "origin": "gate",
         "ts": now,
     }
+
+
+VERDICTS_KEPT = 50_000
+
+
+def remember_verdict(verdicts: MutableMapping[str, Any], draft: Draft, record: dict[str, Any]) -> None:
+    """Keep this attempt's verdict record (the verdict and its timestamp: the correction log and the committed
+    message follow from them and the draft) under its draft id.
+
+    Only the worker's memory is bounded (the oldest draft ids beyond :data:`VERDICTS_KEPT` are dropped from
+    it, not from the changelog): a redelivery replays offsets not yet committed, always among the newest."""
+    attempts = dict(verdicts.get(draft.draft_id) or {})
+    attempts[str(draft.attempt)] = record
+    verdicts[draft.draft_id] = attempts
+    store = getattr(verdicts, "local", verdicts)
+    while len(store) > VERDICTS_KEPT:
+        store.pop(next(iter(store)))
+
+
+async def _emit(deps: GateDeps, draft: Draft, record: dict[str, Any], send: Sender) -> list[asyncio.Future[Any]]:
+    """Send an attempt's records from its verdict record: verdict, correction log, (on commit) the message."""
+    key, topics, verdict, now = draft.agent_id.encode(), deps.out_topics, record["verdict"], record["at"]
+    deliveries = [
+        await send(topics.verdicts, key, orjson.dumps(verdict)),
+        await send(topics.correction_logs, key, orjson.dumps(build_log(draft, verdict, now))),
+    ]
+    if verdict["decision"] == "commit":
+        message = committed_message(draft, verdict["text"], now)
+        deliveries.append(await send(topics.messages, key, orjson.dumps(message)))
+    return deliveries
 
 
 def utcnow_iso() -> str:
@@ -293,23 +343,23 @@ async def process_draft(
     replaces ``deps.send`` (a lane batch gathers its records, see :class:`streams.output.OutputBatch`).
     """
     send = send or deps.send
+    known = (deps.verdicts.get(draft.draft_id) or {}).get(str(draft.attempt))
+    if known is not None:  # a redelivered attempt: the first verdict again, never a second judgement
+        return await _emit(deps, draft, known, send)
     result, decision = await judge_attempt(deps, draft)
     latency_ms = (time.monotonic() - received) * 1000.0
     verdict = build_verdict(draft, result, decision, latency_ms, deps.judge.name)
-    key = draft.agent_id.encode()
-    topics, now = deps.out_topics, utcnow_iso()
-    deliveries = [
-        await send(topics.verdicts, key, orjson.dumps(verdict)),
-        await send(topics.correction_logs, key, orjson.dumps(build_log(draft, result, verdict, now))),
-    ]
+    record = {"verdict": verdict, "at": utcnow_iso()}
     if decision.decision is Decision.COMMIT:
-        message = orjson.dumps(committed_message(draft, decision.text, now))
-        deliveries.append(await send(topics.messages, key, message))
         remember_commit(deps.recent, draft.agent_id, draft.draft_id, decision.text, draft.channel)
         name, ts = draft.agent_name or draft.agent_id, datetime.now(UTC)  # the message's ts is ``now`` too
         deps.view.record(
             draft.draft_id, draft.run_id, Event(draft.agent_id, name, decision.text, channel=draft.channel, ts=ts)
         )
+    remember_verdict(deps.verdicts, draft, record)
+    if flush:  # the record is durable before the verdict goes out (a lane batch does this for all its drafts)
+        await deps.persist_verdicts((draft.draft_id,))
+    deliveries = await _emit(deps, draft, record, send)
     if decision.decision is Decision.RETRY:
         attempts = [a for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] != draft.attempt]
         attempts.append({"attempt": draft.attempt, "text": draft.text, "total_score": result.total_score})

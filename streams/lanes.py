@@ -55,6 +55,28 @@ class GateLane:
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
         self.dispatcher: KeyedDispatcher[Item] = KeyedDispatcher(self._handle)
+        self._batches = 0  # lane batches being handled
+        self._no_batch = asyncio.Event()
+        self._no_batch.set()
+
+    async def on_revoked(self, revoked: set[Any]) -> None:
+        """Partitions are taken away (a rebalance): give up their drafts that have not started — they are not
+        acked, so the next owner fetches them again — and wait for the ones being judged, whose verdict records
+        are then on the broker before the next owner restores the table. So no draft is judged by two workers.
+        """
+
+        def unwanted(item: Item) -> bool:
+            return bool(item[0].tp in revoked)
+
+        withdrawn = await self.dispatcher.withdraw(unwanted)  # frees slots a batch's submit may be waiting for
+        await self._no_batch.wait()  # a batch fetched before the rebalance may still be submitting
+        withdrawn += await self.dispatcher.withdraw(unwanted)
+        unacked = getattr(self.rt.app.consumer, "_unacked_messages", None)
+        for message, _, _ in withdrawn:
+            if unacked is not None:
+                unacked.discard(message)
+        if withdrawn:
+            log.info("rebalance: %d queued draft(s) of revoked partitions left to their next owner", len(withdrawn))
 
     def ack(self, message: Any) -> None:
         self.rt.app.consumer.ack(message)
@@ -92,11 +114,22 @@ class GateLane:
             return None
 
     async def __call__(self, messages: list[Any]) -> None:
-        await self.wait_ready()  # the transport awaits it before the hand-over too; this guards direct callers
+        self._batches += 1  # counted at once: a revocation waits for this batch from now on
+        self._no_batch.clear()
+        try:
+            await self.wait_ready()  # the transport awaits it before the hand-over too; this guards direct callers
+            await self._batch(messages)
+        finally:
+            self._batches -= 1
+            if not self._batches:
+                self._no_batch.set()
+
+    async def _batch(self, messages: list[Any]) -> None:
         received = time.monotonic()
         inline: list[Any] = []
         deliveries: set[asyncio.Future[Any]] = set()  # one future per Kafka batch, shared by its records
         written: set[str] = set()
+        decided: list[str] = []  # draft ids, whose verdict records go out before their verdicts
         batch = self.rt.output.batch()
         configs = self.rt.deps.configs
         for message in messages:
@@ -109,9 +142,12 @@ class GateLane:
                 inline.append(message)
                 deliveries.update(sent)
                 written.update((draft.agent_id, draft.draft_id))
+                decided.append(draft.draft_id)
         if not inline:
             return
         try:
+            records = self.rt.output.batch()  # the verdict records, shipped and acknowledged before the verdicts
+            await self.rt.deps.persist_verdicts(decided, records.send, records.flush)
             deliveries.update(await self.rt.deps.flush_tables(written, batch.send))
             await batch.flush()
         except Exception:  # the broker refused or timed out: nothing is acked, nothing is lost

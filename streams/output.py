@@ -90,6 +90,7 @@ class OutputBatch:
     def __init__(self, output: Output) -> None:
         self._output = output
         self._open: dict[tuple[str, int], _Open] = {}
+        self._full: list[tuple[tuple[str, int], _Open]] = []
 
     async def send(self, topic: str, key: bytes, value: bytes | None, partition: int | None = None) -> Any:
         if partition is None:
@@ -107,17 +108,21 @@ class OutputBatch:
         if not batch.records:  # too large for a batch of its own: send it alone
             del self._open[where]
             return await self._output.send(topic, key, value, partition)
-        await self._ship(where)  # full: submit it, then start the next one
+        self._full.append((where, self._open.pop(where)))  # full: it waits for flush; start the next one
         return await self.send(topic, key, value, partition)
 
     async def flush(self) -> None:
-        """Submit every open batch (their futures resolve on delivery)."""
+        """Submit every batch, full ones first (their futures resolve on delivery). Nothing is submitted before:
+        the caller can make other records durable first (the gate's verdict records, see streams.gate)."""
+        full, self._full = self._full, []
+        for where, batch in full:
+            await self._ship(where, batch)
         for where in list(self._open):
-            await self._ship(where)
+            await self._ship(where, self._open.pop(where))
 
-    async def _ship(self, where: tuple[str, int]) -> None:
-        batch = self._open.pop(where)
+    async def _ship(self, where: tuple[str, int], batch: _Open) -> None:
         producer = await self._output.producer()
+        batch.builder.close()  # complete: ready to go at once, no linger (nothing more will be appended)
         sent = await producer.send_batch(batch.builder, where[0], partition=where[1])
         sent.add_done_callback(functools.partial(_copy, target=batch.delivered))
 

@@ -14,9 +14,10 @@ from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from engine.errors import PayloadError
+from engine.gate import Decision, Outcome
 
 MAX_TEXT_BYTES = 32 * 1024
 MAX_ID_CHARS = 128
@@ -42,10 +43,31 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def unstorable(value: object) -> str | None:
+    """Why PostgreSQL cannot store ``value`` (a string, or a list or mapping holding strings) as text or inside
+    jsonb, or None. Only NUL (U+0000) is left to check: the JSON parsers already refuse unpaired surrogates."""
+    if isinstance(value, str):
+        return "holds a NUL character (\\u0000), which PostgreSQL cannot store" if "\x00" in value else None
+    if isinstance(value, dict):
+        return next((r for item in value.items() for part in item if (r := unstorable(part))), None)
+    if isinstance(value, list | tuple):
+        return next((r for part in value if (r := unstorable(part))), None)
+    return None
+
+
 class _Inbound(BaseModel):
     """Topic payloads the worker reads; :func:`decode` validates them strictly (see :data:`STRICT_NOTE`)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, json_schema_extra={"$comment": STRICT_NOTE})
+
+    @model_validator(mode="after")
+    def _storable(self) -> _Inbound:
+        """Every text field must be storable in PostgreSQL: a record is refused here, at the payload boundary
+        (dead-lettered with this reason before any judge call), never by a database sink later."""
+        for name, value in self.__dict__.items():
+            if (reason := unstorable(value)) is not None:
+                raise ValueError(f"{name} {reason}")
+        return self
 
 
 class _Outbound(BaseModel):
@@ -84,6 +106,7 @@ class ScoreOut(_Outbound):
     threshold: float
     passed: bool
     timed_out: bool = False
+    error: str | None = Field(None, description="Why the judge call failed (the dimension passed, fail-open)")
     reasoning: str = ""
 
 
@@ -99,19 +122,6 @@ class TokenUsageOut(_Outbound):
     output_tokens: int = 0
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
-
-
-Decision = Literal["commit", "retry", "reject", "skip"]
-Outcome = Literal[
-    "passed",
-    "passed_after_retry",
-    "forced_through",
-    "timeout_pass_through",
-    "corrected",
-    "rejected",
-    "skipped",
-    "not_gated_yet",
-]
 
 
 class Verdict(_Outbound):

@@ -12,7 +12,7 @@ One session (a group, a theme, a repetition, one arm) runs TinyTroupe's step mod
    seeded random order (``sequential_random``); every message is sent to ``drafts`` and the verdicts are
    followed: ``retry`` → the actor rewrites with the feedback; ``commit`` (including ``forced_through``, whose
    text is the best attempt's) → the text joins the conversation; ``reject`` → nothing is said; an actor that
-   chooses silence sends no draft;
+   chooses silence sends a draft marked ``skip`` (the gate logs it and commits nothing);
 4. after the mission prompt and its steps, the rapporteur is asked to consolidate (a stimulus and one more
    step), and the extractor turns the consolidation into a list (ideas or opinions).
 
@@ -297,8 +297,7 @@ class _Session:
             self.result.actor_s += acted.latency_ms / 1000.0
             self.busy[agent_id] = self.busy.get(agent_id, 0.0) + acted.latency_ms / 1000.0
             if acted.text is None:
-                agent.silences += 1
-                self.sim.on_event(self.result, "silence", f"{agent.name} says nothing")
+                await self.silence(agent, draft_id, attempt)
                 return None
             verdict = await self.draft(agent, draft_id, attempt, acted.text)
             if verdict.decision != "retry":
@@ -314,6 +313,15 @@ class _Session:
         self.result.events.append(Event(agent_id, agent.name, verdict.text, EventKind.ACTION, self.channel))
         self.sim.on_event(self.result, verdict.outcome, f"{agent.name}: {verdict.text}")
         return verdict.text
+
+    async def silence(self, agent: AgentResult, draft_id: str, attempt: int) -> None:
+        """The agent chose silence: the draft says so (``skip``), so the gate logs the choice and commits nothing."""
+        agent.silences += 1
+        await self.sim.service.check(
+            agent_id=agent.agent_id, text="", draft_id=draft_id, attempt=attempt, run_id=self.run_id,
+            channel=self.channel, agent_name=agent.name, skip=True,
+        )  # fmt: skip
+        self.sim.on_event(self.result, "silence", f"{agent.name} says nothing")
 
     async def draft(self, agent: AgentResult, draft_id: str, attempt: int, text: str) -> Verdict:
         agent.drafts += 1

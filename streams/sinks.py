@@ -5,26 +5,32 @@ table state, so they skip Faust's per-event machinery and can run inside a worke
 process of their own (``drift sinks``; ``drift worker --no-sinks``) so that the gate keeps its core.
 
 A batch is written with ``ON CONFLICT DO NOTHING`` on its natural key, then its offsets are committed: a
-redelivered record never makes a duplicate row and a crash never loses one. A failing database stalls the sink
-(retrying with backoff) rather than dropping records; a record that cannot be decoded is logged and skipped
-(the gate produced it, so it is a bug, not input).
+redelivered record never makes a duplicate row and a crash never loses one. Dead-letter rules
+(:mod:`streams.store_errors`): a database that is away or busy stalls the sink, which retries with backoff and
+never drops a record; a record the database refuses (data or integrity error) is found by splitting the batch
+and sent to ``dlq`` with the database's reason, and the rest is written; a record that cannot be decoded goes
+to ``dlq`` too. A dead letter is on the broker before the batch's offsets are committed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from engine.errors import PayloadError, ServiceError
+from engine.errors import PayloadError
 from engine.settings import Settings
-from streams.kafka import consumer_kwargs, start_with_retry
-from streams.payloads import CorrectionLog, Message, decode
+from streams.history import record_key
+from streams.kafka import client_kwargs, consumer_kwargs, start_with_retry
+from streams.payloads import CorrectionLog, DeadLetter, Message, decode, encode
 from streams.store import Store
+from streams.store_errors import classify, describe
 from streams.topics import Topics, app_id
 
 log = logging.getLogger(__name__)
@@ -44,11 +50,22 @@ def _writer(store: Store, table: Table) -> Callable[[Sequence[Any]], Awaitable[N
     return store.write_correction_logs if table == "correction_logs" else store.write_messages
 
 
+@dataclass(frozen=True, slots=True)
+class SinkItem:
+    """A decoded record with its Kafka record (for a dead letter)."""
+
+    record: Any
+    value: Any
+
+
+Reject = Callable[[Any, str], Awaitable[None]]
+
+
 async def run_sink(
     settings: Settings, store: Callable[[], Awaitable[Store]], table: Table, started: Callable[[], None] = lambda: None
 ) -> None:
     """Consume the sink's topic until cancelled; ``store`` returns the (possibly not yet connected) store.
-    ``started`` is called once the consumer is connected to the broker."""
+    ``started`` is called once the consumer and the dead-letter producer are connected to the broker."""
     topic, model = _source(settings, table)
     consumer = AIOKafkaConsumer(
         topic,
@@ -60,28 +77,72 @@ async def run_sink(
         session_timeout_ms=6000,
         heartbeat_interval_ms=1000,
     )
-    try:  # a consumer cancelled while it starts (an early Ctrl-C) is closed too
-        await start_with_retry(consumer, settings.broker, max(30.0, settings.connect_timeout_s))
+    producer = AIOKafkaProducer(**client_kwargs(settings), acks="all")
+    reject = functools.partial(dead_letter, producer, Topics(settings.topic_prefix).dlq, table)
+    try:  # a consumer or producer cancelled while it starts (an early Ctrl-C) is closed too
+        wait_s = max(30.0, settings.connect_timeout_s)
+        await start_with_retry(consumer, settings.broker, wait_s)
+        await start_with_retry(producer, settings.broker, wait_s)
         started()
         while True:
             batches = await consumer.getmany(timeout_ms=200, max_records=BATCH)
-            values = [record.value for records in batches.values() for record in records]
-            if not values:
+            records = [record for records in batches.values() for record in records]
+            if not records:
                 continue
-            await _write_with_retry(_writer(await store(), table), table, _decoded(model, values))
+            items = await decode_items(model, records, reject)
+            await write_batch(_writer(await store(), table), table, items, reject)
             await consumer.commit()
     finally:
         await consumer.stop()
+        await producer.stop()
 
 
-def _decoded(model: type[CorrectionLog] | type[Message], values: list[bytes | None]) -> list[Any]:
-    records = []
-    for raw in values:
+async def dead_letter(producer: AIOKafkaProducer, dlq: str, table: str, record: Any, reason: str) -> None:
+    """Send ``record`` to the dead-letter topic and wait until the broker has it."""
+    letter = DeadLetter(
+        source_topic=record.topic,
+        partition=record.partition,
+        offset=record.offset,
+        key=record_key(record.key),
+        error=f"{table} sink: not stored: {reason}",
+        raw=base64.b64encode(record.value or b"").decode(),
+    )
+    await producer.send_and_wait(dlq, encode(letter), key=record.key or b"")
+
+
+async def decode_items(model: type[CorrectionLog | Message], records: list[Any], reject: Reject) -> list[SinkItem]:
+    """The records that decode; every other one is dead-lettered with the reason."""
+    items = []
+    for record in records:
         try:
-            records.append(decode(model, raw))
+            items.append(SinkItem(record, decode(model, record.value)))
         except PayloadError as exc:
-            log.warning("%s sink skipped a record: %s", model.__name__, exc)
-    return records
+            log.warning("%s sink: dead-lettered an undecodable record: %s", model.__name__, exc)
+            await reject(record, str(exc))
+    return items
+
+
+class PermanentWriteError(Exception):
+    """The database refused the batch because of (at least) one of its records."""
+
+
+async def write_batch(
+    write: Callable[[Sequence[Any]], Awaitable[None]], table: str, items: list[SinkItem], reject: Reject
+) -> None:
+    """Write ``items``, retrying transient errors; on a permanent error split the batch in halves until the
+    refused record is alone, dead-letter it with the database's reason and write the others."""
+    if not items:
+        return
+    try:
+        await _write_with_retry(write, table, [item.value for item in items])
+    except PermanentWriteError as exc:
+        if len(items) == 1:
+            log.warning("%s sink: dead-lettered a record the database refused: %s", table, exc)
+            await reject(items[0].record, f"the database refused it: {exc}")
+            return
+        middle = len(items) // 2
+        await write_batch(write, table, items[:middle], reject)
+        await write_batch(write, table, items[middle:], reject)
 
 
 async def _write_with_retry(write: Callable[[Sequence[Any]], Awaitable[None]], table: str, records: list[Any]) -> None:
@@ -90,12 +151,13 @@ async def _write_with_retry(write: Callable[[Sequence[Any]], Awaitable[None]], t
         try:
             await write(records)
             return
-        except (OSError, ServiceError, ConnectionError) as exc:
-            log.warning("%s sink: database write failed (%s); retrying in %.1fs", table, exc, delay)
         except Exception as exc:
-            if not type(exc).__module__.startswith("asyncpg"):
+            kind = classify(exc)
+            if kind is None:
                 raise
-            log.warning("%s sink: database error (%s); retrying in %.1fs", table, exc, delay)
+            if kind == "permanent":
+                raise PermanentWriteError(describe(exc)) from exc
+            log.warning("%s sink: database write failed (%s); retrying in %.1fs", table, describe(exc), delay)
         await asyncio.sleep(delay)
         delay = min(delay * 2, 5.0)
 

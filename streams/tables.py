@@ -38,6 +38,11 @@ class DirectTable(MutableMapping[str, Any]):
         return self._table.data
 
     @property
+    def local(self) -> Any:
+        """The worker's in-memory store itself: dropping a key from it writes no changelog record."""
+        return self._store
+
+    @property
     def topic(self) -> str:
         name: str = self._table.changelog_topic.get_topic_name()
         return name

@@ -21,7 +21,7 @@ TOPIC_NAMES: tuple[str, ...] = (
 )
 
 #: Faust tables of the gate app (their changelog topics are created up front too).
-TABLE_NAMES: tuple[str, ...] = ("recent-messages", "pending-attempts", "message-counts")
+TABLE_NAMES: tuple[str, ...] = ("recent-messages", "pending-attempts", "verdict-records", "message-counts")
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.settings import EXAMPLES_PACKAGE, PROPOSITIONS_PACKAGE, REPO_ROOT, bundled_propositions
+from engine.settings import (
+    EXAMPLES_PACKAGE,
+    PROPOSITIONS_PACKAGE,
+    REPO_ROOT,
+    SIMULATIONS_PACKAGE,
+    bundled_propositions,
+    bundled_simulations,
+)
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 _NOT_SOURCE = shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache",
@@ -27,14 +34,15 @@ def test_the_package_list_covers_every_source_package() -> None:
         for top in ("engine", "streams")
         for init in (REPO_ROOT / top).rglob("__init__.py")
     }
-    assert listed == found | {PROPOSITIONS_PACKAGE, EXAMPLES_PACKAGE}
+    assert listed == found | {PROPOSITIONS_PACKAGE, EXAMPLES_PACKAGE, SIMULATIONS_PACKAGE}
     assert PYPROJECT["tool"]["setuptools"]["package-dir"] == {
-        PROPOSITIONS_PACKAGE: "propositions", EXAMPLES_PACKAGE: "ops/examples",
+        PROPOSITIONS_PACKAGE: "propositions", EXAMPLES_PACKAGE: "ops/examples", SIMULATIONS_PACKAGE: "simulations",
     }  # fmt: skip
 
 
 def test_the_bundled_directory_resolves_through_the_installed_package() -> None:
     assert bundled_propositions() == REPO_ROOT / "propositions"  # the editable install maps it here
+    assert bundled_simulations() == REPO_ROOT / "simulations"
 
 
 def _run(args: list[str | Path], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
@@ -70,3 +78,10 @@ def test_a_wheel_install_runs_propositions_show_and_the_demo(tmp_path: Path) -> 
     assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
     assert "persona-drift demo" in demo.stdout and "office_conversation.jsonl" in demo.stdout
     assert "summary" in demo.stdout
+
+    scenarios = target / SIMULATIONS_PACKAGE / "scenarios"
+    validated = _run([drift, "validate", scenarios, target / SIMULATIONS_PACKAGE / "populations"], tmp_path, 60)
+    assert validated.returncode == 0, validated.stderr
+    assert validated.stdout.count("ok  scenario") == 4  # the four Table 1 scenarios ship with the wheel
+    static = target / "streams" / "view" / "static"
+    assert {p.name for p in static.iterdir()} >= {"index.html", "app.js", "style.css"}

@@ -3,6 +3,7 @@
 One spec names a target in every format command (``--target``):
 
 * ``actor:AGENT_ID`` — the persona agent, answering through the configured :class:`~engine.actors.base.Actor`;
+* ``llm:MODEL`` — a plain LLM (``anthropic[:MODEL]``, ``openai-compatible[:MODEL]``, ``scripted:RULES.yaml``);
 * ``command:CMD`` — a program: the item as JSON on stdin (``{"id", "prompt", "messages", …}``), the answer on
   stdout (plain text, or a JSON object ``{"answer": …, "tool_calls": […]}``); it runs with a timeout, in its
   own process group, without the ``DRIFT_*`` settings and API keys of this service;
@@ -28,9 +29,10 @@ import orjson
 from engine.actors.base import Actor, ActRequest
 from engine.errors import ConfigurationError, DriftError
 from engine.formats.sandbox import Limits, run_sandboxed
+from engine.llm.base import ChatMessage, CompletionRequest, TextModel
 from engine.models import ZERO_USAGE, Persona, TokenUsage
 
-TARGET_CHOICES = ("actor:AGENT_ID", "command:CMD", "recorded:FILE.jsonl")
+TARGET_CHOICES = ("actor:AGENT_ID", "llm:MODEL", "command:CMD", "recorded:FILE.jsonl")
 
 
 class TargetError(DriftError):
@@ -200,6 +202,35 @@ class ActorTarget:
         return TargetAnswer(request.item_id, result.text or "", self.name, usage=result.usage, latency_ms=latency)
 
 
+class TextModelTarget:
+    """A plain LLM answering the item: its conversation (system text and turns) or its prompt."""
+
+    def __init__(self, model: TextModel) -> None:
+        self._model = model
+
+    @property
+    def name(self) -> str:
+        return f"llm:{self._model.name}"
+
+    async def answer(self, request: TargetRequest) -> TargetAnswer:
+        system = "\n".join(str(m.get("content", "")) for m in request.messages if m.get("role") == "system")
+        turns = [m for m in request.messages if m.get("role") in {"user", "assistant"}]
+        messages = tuple(
+            ChatMessage(role="assistant" if m["role"] == "assistant" else "user", content=str(m.get("content", "")))
+            for m in turns
+        )
+        completion = await self._model.complete(
+            CompletionRequest(
+                messages=messages or (ChatMessage(role="user", content=request.prompt),),
+                system=system,
+                purpose="llm-target",
+            )
+        )
+        return TargetAnswer(
+            request.item_id, completion.text, self.name, usage=completion.usage, latency_ms=completion.latency_ms
+        )
+
+
 class CachedTarget:
     """Answers each distinct (target, item) once; later identical requests are served from memory.
 
@@ -247,9 +278,13 @@ class CachedTarget:
 
 #: builds the actor and persona for ``actor:AGENT_ID`` (supplied by the entry point, which knows the settings)
 ActorResolver = Callable[[str], tuple[Actor, Persona | None]]
+#: builds the text model of ``llm:MODEL``
+ModelResolver = Callable[[str], TextModel]
 
 
-def parse_target(spec: str, *, cwd: Path, resolve_actor: ActorResolver | None = None) -> Target:
+def parse_target(
+    spec: str, *, cwd: Path, resolve_actor: ActorResolver | None = None, resolve_model: ModelResolver | None = None
+) -> Target:
     """The target named by ``spec`` (see the module docstring); a bad spec is a one-line ConfigurationError."""
     kind, sep, argument = spec.partition(":")
     if not sep or not argument.strip():
@@ -259,6 +294,10 @@ def parse_target(spec: str, *, cwd: Path, resolve_actor: ActorResolver | None = 
         return RecordedTarget(path if path.is_absolute() else cwd / path)
     if kind == "command":
         return CommandTarget(argument, cwd=cwd)
+    if kind == "llm":
+        if resolve_model is None:
+            raise ConfigurationError(f"target {spec!r}: no text model is configured for this command")
+        return TextModelTarget(resolve_model(argument))
     if kind == "actor":
         if resolve_actor is None:
             raise ConfigurationError(f"target {spec!r}: no actor is configured for this command")

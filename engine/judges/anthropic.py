@@ -84,6 +84,8 @@ class AnthropicJudge(LlmJudge):
             raise TransientCallError(f"connection failed ({type(error).__name__})") from None
         except anthropic.AnthropicError as error:
             raise JudgeError(f"{self.name}: the API call failed ({type(error).__name__})") from None
+        except ValueError as error:  # a truncated or non-JSON body: the SDK's json decode error; worth a retry
+            raise TransientCallError(f"unreadable response body ({type(error).__name__})") from None
         text = "".join(block.text for block in message.content if isinstance(block, TextBlock))
         usage = message.usage
         return Reply(

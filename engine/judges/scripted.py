@@ -7,7 +7,8 @@ File format (first matching rule wins)::
     default_count: 3            # enumerate count when no rule matches (default 0)
     rules:
       - proposition: "michael-*"     # fnmatch pattern on the claim id (optional)
-        agent: michael               # equals request.agent_id (optional)
+        agent: michael               # fnmatch pattern on request.agent_id (optional; "*.treatment.*")
+        target: "*session*"          # fnmatch pattern on the target's name (optional)
         message_contains: "boring"   # case-insensitive substring of request.judged_text() (optional)
         value: 3                     # int 0-9: scores and enumerate counts; true/false: checks
         delay_s: 0                   # answer after this many seconds (optional)
@@ -36,8 +37,8 @@ from engine.judges.base import CallLog, Claim, ClaimAnswer, JudgeMode, JudgeRequ
 from engine.judges.parsing import is_score
 
 _TOP_KEYS = {"default", "default_check", "default_count", "rules"}
-_RULE_KEYS = {"proposition", "agent", "message_contains", "value", "delay_s", "reasoning"}
-_MATCHERS = ("proposition", "agent", "message_contains")
+_RULE_KEYS = {"proposition", "agent", "target", "message_contains", "value", "delay_s", "reasoning"}
+_MATCHERS = ("proposition", "agent", "target", "message_contains")
 
 
 class _LineDict(dict[str, Any]):
@@ -63,6 +64,7 @@ class Rule:
     value: int | bool
     proposition: str | None = None
     agent: str | None = None
+    target: str | None = None
     message_contains: str | None = None
     delay_s: float = 0.0
     reasoning: str | None = None
@@ -73,7 +75,9 @@ class Rule:
             return False
         if self.proposition is not None and not fnmatchcase(claim.id, self.proposition):
             return False
-        if self.agent is not None and self.agent != request.agent_id:
+        if self.agent is not None and not fnmatchcase(request.agent_id or "", self.agent):
+            return False
+        if self.target is not None and not fnmatchcase(request.target_name, self.target):
             return False
         return self.message_contains is None or self.message_contains.lower() in request.judged_text().lower()
 
@@ -236,6 +240,7 @@ def _validate_rule(item: Any, source: str, path: str, fallback: int, issues: lis
         value=value,
         proposition=item.get("proposition"),
         agent=item.get("agent"),
+        target=item.get("target"),
         message_contains=item.get("message_contains"),
         delay_s=float(delay),
         reasoning=item.get("reasoning"),

@@ -29,9 +29,10 @@ from pydantic import ValidationError
 from engine.errors import ConfigurationError, JudgeOutputError
 from engine.llm.base import ChatMessage, CompletionRequest, TextModel
 from engine.models import Persona, TokenUsage
+from engine.settings import bundled_simulations
 from engine.simulation.profiles import Profile
 
-BUNDLED_TINY = Path(__file__).resolve().parents[2] / "simulations" / "populations" / "tiny"
+BUNDLED_TINY = bundled_simulations() / "populations" / "tiny"
 STAGE_MAX_TOKENS = {"dimensions": 2500, "plan": 4000, "name": 60, "persona": 1800}
 PROMPT_TOKENS = {"dimensions": 600, "plan": 3000, "name": 400, "persona": 900}
 _SYSTEM = "You help design realistic, varied populations of people for social simulations. Answer in JSON only."

@@ -10,8 +10,9 @@ from engine.errors import FileIssue, PropositionFileError
 from engine.formats.registry import FileKind, top_keys
 from engine.propositions.issues import validate_document
 from engine.propositions.yamlsource import read_yaml
+from engine.settings import bundled_simulations
 
-BUNDLED_PROFILES = Path(__file__).resolve().parents[2] / "simulations" / "profiles"
+BUNDLED_PROFILES = bundled_simulations() / "profiles"
 
 
 class Profile(BaseModel):

@@ -4,8 +4,9 @@ A scenario names its population (fragments merged onto every persona, a shuffle 
 grouped (``group_size`` × ``groups``), what they talk about (``themes``: brainstorming themes or debate
 proposals), how often (``repetitions``), the steps of a session (introduction, mission), the facilitator's
 prompts (jinja2, sandboxed, variables ``theme``, ``participants``), the rapporteur and the extraction of its
-consolidation into a list, the agent order within a step, and the two arms: per-agent
-``agent_evaluation_config`` values and interventions. Sessions = groups × themes × repetitions per arm.
+consolidation into a list, the agent order within a step, the two arms (per-agent
+``agent_evaluation_config`` values and interventions) and how experiments score sessions (``evaluation``:
+hard persona adherence, double-check). Sessions = groups × themes × repetitions per arm.
 Files are read with :func:`engine.propositions.yamlsource.read_yaml`; every problem is ``FILE:LINE: field:
 message``.
 """
@@ -26,8 +27,9 @@ from engine.models import AgentConfig
 from engine.propositions.issues import validate_document
 from engine.propositions.models import check_id
 from engine.propositions.yamlsource import read_yaml
+from engine.settings import bundled_simulations
 
-BUNDLED_SCENARIOS = Path(__file__).resolve().parents[2] / "simulations" / "scenarios"
+BUNDLED_SCENARIOS = bundled_simulations() / "scenarios"
 PROMPT_VARIABLES = frozenset({"theme", "participants", "items"})
 _ENV = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
 
@@ -118,6 +120,13 @@ class Arm(_Strict):
         })  # fmt: skip
 
 
+class EvaluationSpec(_Strict):
+    """How an experiment scores the sessions (``drift experiment run``), as TinyTroupe's Table 1 did."""
+
+    hard_adherence: bool = Field(True, description="Persona adherence in its hard variant (flaws cost 20%)")
+    double_check: bool = Field(True, description="Ask the judge to reconsider every first answer")
+
+
 class Arms(_Strict):
     treatment: Arm
     control: Arm
@@ -139,6 +148,7 @@ class Scenario(_Strict):
     rapporteur: Rapporteur
     extraction: Extraction
     arms: Arms
+    evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
 
     _name = field_validator("name")(lambda v: check_id(v, "scenario name"))
 

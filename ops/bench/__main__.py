@@ -103,6 +103,17 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         "≤ 0.10",
         lambda r: r["sim_overhead_vs_actor"] <= 0.10,
     ),
+    "exp_wall_per_session_s": (
+        "experiment runner, --scale 0.05, 200 ms scripted actor and judge: wall per session",
+        "—",
+        None,
+    ),
+    "exp_llm_calls_per_session": ("the same: actor + judge calls per session (both arms)", "—", None),
+    "exp_outside_llm_share": (
+        "the same: share of session time with no LLM call in flight",
+        "≤ 0.10",
+        lambda r: r["exp_outside_llm_share"] <= 0.10,
+    ),
 }
 
 
@@ -140,7 +151,7 @@ def main() -> None:
     """Each benchmark runs in a fresh interpreter: a microbenchmark timed inside a process that has imported
     Faust and the Kafka clients pays for their larger heap in garbage collection (measured: ~60% slower)."""
     started = time.monotonic()
-    for name in ("checks", "gate", "steps", "metareason", "plexus", "agentv", "simulate"):
+    for name in ("checks", "gate", "steps", "metareason", "plexus", "agentv", "simulate", "experiment"):
         print(f"== {name}", flush=True)
         subprocess.run([sys.executable, "-m", f"ops.bench.{name}"], check=True)
     results = json.loads(RESULTS_PATH.read_text(encoding="utf-8"))

@@ -48,9 +48,9 @@ rules:
 """
 
 
-def start_worker(settings: Settings, root: Path) -> WorkerProcess:
+def start_worker(settings: Settings, root: Path, judge_rules: str = RULES) -> WorkerProcess:
     rules = root / "judge.yaml"
-    rules.write_text(RULES, encoding="utf-8")
+    rules.write_text(judge_rules, encoding="utf-8")
     env = {"DRIFT_BROKER": settings.broker, "DRIFT_DATABASE_URL": settings.database_url,
            "DRIFT_WEB_PORT": str(free_port()), "DRIFT_FETCH_MAX_WAIT_MS": str(settings.fetch_max_wait_ms)}  # fmt: skip
     worker = WorkerProcess.for_prefix(

@@ -32,7 +32,8 @@ class Behaviour:
 
     ``status`` 200 answers with ``text`` (or an automatic answer when ``text`` is None, with every value
     replaced by ``value`` when that is set); any other status answers with an error body of ``error_type``.
-    ``delay_s`` waits before answering.
+    ``delay_s`` waits before answering. ``truncated`` cuts a 200 body in half (``application/json`` that does not
+    parse, as a connection cut mid-body looks to a client).
     """
 
     status: int = 200
@@ -41,6 +42,7 @@ class Behaviour:
     error_type: str = "api_error"
     retry_after: float | None = None
     delay_s: float = 0.0
+    truncated: bool = False
 
     @classmethod
     def answer(cls, text: str | None = None, *, delay_s: float = 0.0) -> Behaviour:
@@ -70,6 +72,10 @@ class Behaviour:
     @classmethod
     def slow(cls, delay_s: float) -> Behaviour:
         return cls(delay_s=delay_s)
+
+    @classmethod
+    def truncated_body(cls) -> Behaviour:
+        return cls(truncated=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +211,9 @@ class FakeLlmServer(abc.ABC):
             return web.json_response(self._error_body(behaviour), status=behaviour.status, headers=headers)
         prompt_text = self.prompt_text(body)
         text = behaviour.text if behaviour.text is not None else auto_answer(prompt_text, self.answers, behaviour.value)
+        if behaviour.truncated:
+            whole = json.dumps(self._success_body(body, text))
+            return web.Response(text=whole[: len(whole) // 2], content_type="application/json")
         return web.json_response(self._success_body(body, text))
 
     @abc.abstractmethod

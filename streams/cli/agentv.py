@@ -146,56 +146,16 @@ def _judge(spec: str | None, settings: Any, loaded: list[Any]) -> Any:
 def _target(spec: str | None, eval_path: Path, settings: Any, actor: str | None) -> Any:
     from engine.errors import ConfigurationError
     from engine.formats.agentv.targets import load_named_target
-    from engine.formats.targets import parse_target
+    from streams.cli.targets import build_target
 
     if not spec:
         raise ConfigurationError(
             f"{eval_path}: no target: pass --target (recorded:FILE.jsonl, command:CMD, actor:ID, NAME)"
         )
-    kind, sep, argument = spec.partition(":")
-    if kind == "llm" and sep:
-        return _llm_target(argument, settings)
-    if kind in {"recorded", "command", "actor"} and sep:
-        return parse_target(spec, cwd=Path.cwd(), resolve_actor=_actor_resolver(actor, settings))
+    kind, sep, _ = spec.partition(":")
+    if kind in {"recorded", "command", "actor", "llm"} and sep:
+        return build_target(spec, settings, actor_spec=actor)
     return load_named_target(spec, eval_path.parent)
-
-
-def _actor_resolver(actor_spec: str | None, settings: Any) -> Any:
-    """``actor:AGENT_ID``: the agent's persona answering through the simulations' actor factory, once it exists."""
-    import importlib
-
-    from engine.errors import ConfigurationError
-
-    def resolve(agent_id: str) -> Any:
-        try:
-            factory = importlib.import_module("engine.actors.factory")
-        except ModuleNotFoundError:
-            raise ConfigurationError(
-                f"actor:{agent_id}: persona actors need the simulation layer's actor factory (engine/actors), "
-                "not in this build; use recorded:FILE.jsonl or command:CMD"
-            ) from None
-        from engine.personas import load_persona
-
-        return factory.make_actor(actor_spec or "", settings), load_persona(settings.propositions_dir, agent_id)
-
-    return resolve
-
-
-def _llm_target(spec: str, settings: Any) -> Any:
-    """``llm:SPEC``: a plain text model from the simulation layer's factory, once it is installed."""
-    import importlib
-
-    from engine.errors import ConfigurationError
-    from engine.formats.agentv.llmtarget import TextModelTarget
-
-    try:
-        factory = importlib.import_module("engine.llm.factory")
-    except ModuleNotFoundError:
-        raise ConfigurationError(
-            f"llm:{spec}: plain-LLM targets need the text-model factory (engine/llm/factory.py), not in this build; "
-            "use recorded:FILE.jsonl or command:CMD"
-        ) from None
-    return TextModelTarget(factory.make_text_model(spec, settings))
 
 
 def _write_outputs(batches: list[tuple[list[Any], Any]], out: Path | None) -> None:

@@ -26,7 +26,6 @@ from streams.cli.common import DatabaseOpt, JudgeOpt, PropositionsOpt, run, sett
 if TYPE_CHECKING:
     from engine.formats.metareason.model import PromptFamily
     from engine.formats.results import FormatRun, ItemResult
-    from engine.formats.targets import ActorResolver
     from engine.settings import Settings
 
 app = typer.Typer(
@@ -36,8 +35,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-ACTOR_PENDING = "actor targets need an actor (coming with simulations)"
 
 
 class SampleFormat(StrEnum):
@@ -149,9 +146,9 @@ async def _execute(
     output: RunFormat,
 ) -> FormatRun:
     from engine.formats.metareason.runner import Runner
-    from engine.formats.targets import parse_target
+    from streams.cli.targets import build_target
 
-    target = parse_target(target_spec, cwd=Path.cwd(), resolve_actor=_actor_resolver(actor_spec, settings))
+    target = build_target(target_spec, settings, actor_spec=actor_spec)
     oracles, judge_name, clients = _scorers(family, settings, judge_spec, embeddings_spec)
     with _progress(output) as (on_start, on_result):
         runner = Runner(
@@ -195,23 +192,6 @@ def _scorers(
     label = ", ".join(x for x in (judge.name if judge else "", vectors.name if vectors else "") if x) or "none"
     clients = [c for c in (judge, vectors) if c is not None and hasattr(c, "aclose")]
     return oracles, label, clients
-
-
-def _actor_resolver(actor_spec: str | None, settings: Settings) -> ActorResolver:
-    """Builds the actor of ``actor:AGENT_ID`` targets with the simulations' factory, once it exists."""
-    from engine.errors import ConfigurationError
-
-    def resolve(agent_id: str) -> Any:
-        try:
-            from engine.actors.factory import make_actor  # type: ignore[import-not-found, unused-ignore]
-        except ImportError:
-            raise ConfigurationError(ACTOR_PENDING) from None
-        from engine.personas import load_persona
-
-        persona = load_persona(settings.propositions_dir, agent_id)
-        return make_actor(actor_spec or "", settings), persona
-
-    return resolve
 
 
 async def _record(result: FormatRun, settings: Settings) -> None:

@@ -47,6 +47,10 @@ SELECT run_id::text AS run_id, format, source, target, judge, status, started_at
 FROM format_runs
 WHERE ($1::text IS NULL OR format = $1) AND ($2::timestamptz IS NULL OR started_at < $2)
 ORDER BY started_at DESC LIMIT $3"""
+_EXPERIMENTS = """
+SELECT e.id AS experiment_id, e.scenario, e.status, e.created_at, e.finished_at,
+       (SELECT count(*) FROM experiment_sessions s WHERE s.experiment_id = e.id) AS sessions
+FROM experiments e WHERE ($1::timestamptz IS NULL OR e.created_at < $1) ORDER BY e.created_at DESC LIMIT $2"""
 _FORMAT_ITEMS = """
 SELECT item_id, score, verdict, error, result FROM format_results
 WHERE run_id = $1 ORDER BY item_id LIMIT $2 OFFSET $3"""
@@ -65,6 +69,7 @@ def _rows(records: list[Any]) -> list[dict[str, Any]]:
 
 class ViewQueries:
     def __init__(self, store: Store) -> None:
+        self.store = store
         self._pool = store.pool
 
     async def agents(self, page: Page) -> list[dict[str, Any]]:
@@ -86,6 +91,9 @@ class ViewQueries:
 
     async def format_runs(self, page: Page, format_name: str | None = None) -> list[dict[str, Any]]:
         return _rows(await self._pool.fetch(_FORMAT_RUNS, format_name, page.before, page.limit))
+
+    async def experiments(self, page: Page) -> list[dict[str, Any]]:
+        return _rows(await self._pool.fetch(_EXPERIMENTS, page.before, page.limit))
 
     async def format_items(self, run_id: str, page: Page) -> list[dict[str, Any]]:
         try:

@@ -134,6 +134,49 @@ async def format_runs(request: web.Request) -> web.Response:
     return _json({"runs": runs})
 
 
+async def experiments(request: web.Request) -> web.Response:
+    return _json({"experiments": await request.app[QUERIES].experiments(page_of(request))})
+
+
+async def _experiment_report(request: web.Request) -> tuple[Any, Any]:
+    from engine.errors import DriftError
+    from engine.experiments.analysis import analyse
+    from streams.store_experiments import ExperimentStore, experiment_data
+
+    store = ExperimentStore(request.app[QUERIES].store)
+    experiment_id = request.match_info["experiment_id"]
+    try:
+        stored = await store.get(experiment_id)
+    except DriftError:
+        raise web.HTTPNotFound(text=json.dumps({"error": f"no experiment {experiment_id}"})) from None
+    data = experiment_data(stored, await store.samples(experiment_id))
+    return data, analyse(data)
+
+
+async def experiment_json(request: web.Request) -> web.Response:
+    from engine.experiments.render import as_json
+
+    _, report = await _experiment_report(request)
+    return web.Response(text=as_json([report]), content_type="application/json")
+
+
+async def experiment_html(request: web.Request) -> web.Response:
+    """The experiment's Table 1 with its charts, drawn in a worker thread (matplotlib is CPU-bound)."""
+    import asyncio
+    import tempfile
+
+    from engine.experiments.charts import draw
+    from engine.experiments.render import as_html
+
+    data, report = await _experiment_report(request)
+
+    def render() -> str:
+        with tempfile.TemporaryDirectory(prefix="drift-view-") as folder:
+            return as_html([report], {data.name: draw(data, report, Path(folder))})
+
+    return web.Response(text=await asyncio.to_thread(render), content_type="text/html")
+
+
 async def format_items(request: web.Request) -> web.Response:
     items = await request.app[QUERIES].format_items(request.match_info["run_id"], page_of(request))
     return _json({"items": items})
@@ -155,4 +198,7 @@ def build_app(
     app.router.add_get("/api/runs/evaluations", evaluation_runs)
     app.router.add_get("/api/runs/formats", format_runs)
     app.router.add_get("/api/runs/formats/{run_id}/items", format_items)
+    app.router.add_get("/api/runs/experiments", experiments)
+    app.router.add_get("/api/experiments/{experiment_id}", experiment_json)
+    app.router.add_get("/experiments/{experiment_id}", experiment_html)
     return app

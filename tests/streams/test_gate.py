@@ -42,7 +42,7 @@ def test_verdict_dict_validates_as_the_published_model() -> None:
 def test_correction_log_and_message_validate_as_the_published_models() -> None:
     decision = GateDecision(Decision.COMMIT, Outcome.FORCED_THROUGH, "Earlier text", 1)
     verdict = build_verdict(make_draft(), make_result(), decision, 3.0, "scripted:x")
-    log = CorrectionLog.model_validate(roundtrip(build_log(make_draft(), make_result(), verdict, utcnow_iso())))
+    log = CorrectionLog.model_validate(roundtrip(build_log(make_draft(), verdict, utcnow_iso())))
     assert (log.corrected_text, log.outcome, log.similarity_score) == ("Earlier text", "forced_through", 0.7)
     message = Message.model_validate(roundtrip(committed_message(make_draft(), "Earlier text", utcnow_iso())))
     assert (message.origin, message.message_id, message.text) == ("gate", "d-1", "Earlier text")

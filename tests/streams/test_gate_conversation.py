@@ -17,6 +17,7 @@ from engine.settings import BUNDLED_PROPOSITIONS, Settings
 from streams.configs import ConfigCache
 from streams.gate import GateDeps, judge_attempt, process_draft
 from streams.payloads import Draft, Message
+from tests.streams.judging import uniform_judge
 
 CONFIG = AgentConfig(gate_suitability_enabled=True, gate_consistency_enabled=True)
 
@@ -47,7 +48,7 @@ def requests_of(judge: ScriptedJudge, prefix: str) -> list[JudgeRequest]:
 
 
 async def test_the_judge_sees_the_channel_with_stimuli_and_other_agents() -> None:
-    judge = ScriptedJudge.from_rules({"default": 9})
+    judge = uniform_judge(9)
     deps = make_deps(judge)
     deps.view.apply(message(0, "michael", "Welcome!", kind="stimulus", source="Facilitator"))
     for n in range(1, 20):
@@ -73,7 +74,7 @@ async def test_the_judge_sees_the_channel_with_stimuli_and_other_agents() -> Non
 
 
 async def test_consistency_needs_an_action_of_the_agent_itself() -> None:
-    judge = ScriptedJudge.from_rules({"default": 9})
+    judge = uniform_judge(9)
     deps = make_deps(judge)
     deps.view.apply(message(1, "jim", "Morning."))
     await judge_attempt(deps, draft())
@@ -92,15 +93,16 @@ async def test_a_commit_is_in_the_conversation_at_once_and_never_in_its_own_rede
     await process_draft(deps, draft(text="Morning, Jim!"), time.monotonic())
     await process_draft(deps, draft(text="Morning, Jim!"), time.monotonic())  # the same draft redelivered
     await judge_attempt(deps, draft(draft_id="d-2", text="Party at noon."))
-    first, again, nxt = (r.trajectory for r in requests_of(judge, "suitability"))
-    assert [e.text for e in first] == [e.text for e in again] == ["Morning."]
+    # the redelivery is re-emitted from its verdict record, never judged again (let alone against itself)
+    first, nxt = (r.trajectory for r in requests_of(judge, "suitability"))
+    assert [e.text for e in first] == ["Morning."]
     assert [e.text for e in nxt] == ["Morning.", "Morning, Jim!"]  # read-your-writes, before the feed has it
     assert nxt[-1].ts is not None and nxt[-1].agent_name == "Michael"
     assert deps.view.apply(message(5, "michael", "Morning, Jim!").model_copy(update={"message_id": "d-1"})) is False
 
 
 async def test_a_direct_message_sees_the_agents_direct_events() -> None:
-    judge = ScriptedJudge.from_rules({"default": 9})
+    judge = uniform_judge(9)
     deps = make_deps(judge)
     deps.view.apply(message(1, "michael", "Got a minute?", channel=None, kind="stimulus", source="Jan"))
     deps.view.apply(message(2, "jim", "in general"))
@@ -111,7 +113,7 @@ async def test_a_direct_message_sees_the_agents_direct_events() -> None:
 
 
 async def test_the_first_judged_draft_waits_for_the_history_replay_once() -> None:
-    judge = ScriptedJudge.from_rules({"default": 9})
+    judge = uniform_judge(9)
     deps = make_deps(judge)
     calls: list[float] = []
 

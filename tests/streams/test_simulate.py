@@ -47,6 +47,9 @@ class FakeService:
     async def check(self, *, agent_id: str, text: str, **fields: Any) -> Verdict:
         self.drafts.append({"agent_id": agent_id, "text": text, **fields})
         config, attempt = self.configs[agent_id], fields["attempt"]
+        if fields.get("skip"):
+            return Verdict(draft_id=fields["draft_id"], attempt=attempt, agent_id=agent_id, decision="skip",
+                           outcome="skipped", text="")  # fmt: skip
         drifted = config.needs_judge and DRIFT_MARKER in text
         if drifted and attempt <= config.max_correction_attempts:
             return Verdict(draft_id=fields["draft_id"], attempt=attempt, agent_id=agent_id, decision="retry",
@@ -87,15 +90,18 @@ async def test_a_treatment_session_retries_drift_nudges_and_extracts(tmp_path: P
     assert not exported.issues and len(exported.events) == len(result.events)
 
 
-async def test_control_passes_drift_through_and_silence_sends_no_draft() -> None:
+async def test_control_passes_drift_through_and_silence_is_a_skip_draft() -> None:
     service = FakeService()
     sim = _simulation(service, ScriptedRules(drift_after=3, silence_every=4))
     (plan,) = plan_sessions(sim.scenario, list(sim.personas), limit=1)
     result = await sim.run_session(plan, "control")
     agents = result.agents.values()
     assert sum(a.retries for a in agents) == 0 and result.directives["variety"] == 0
-    assert sum(a.silences for a in agents) > 0
-    assert len(service.drafts) == sum(a.drafts for a in agents) == sum(a.actions for a in agents)
+    silences = sum(a.silences for a in agents)
+    assert silences > 0
+    skips = [d for d in service.drafts if d.get("skip")]
+    assert len(skips) == silences and all(d["text"] == "" for d in skips)  # the gate is told, nothing committed
+    assert len(service.drafts) - silences == sum(a.drafts for a in agents) == sum(a.actions for a in agents)
     assert any(DRIFT_MARKER in e.text for e in result.events)
 
 

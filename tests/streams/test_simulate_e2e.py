@@ -32,13 +32,13 @@ default_check: false
 rules:
   - proposition: "variety:textual"
     value: true
-  - proposition: "adherence-matches-persona"
+  - proposition: "adherence-matches-persona*"  # the evaluation claim and the gate's action claim
     message_contains: "synergy"
     value: 0
-  - proposition: "adherence-generic-assistant"  # inverted claims: a high value means the flaw is there
+  - proposition: "adherence-generic-assistant*"  # inverted claims: a high value means the flaw is there
     message_contains: "synergy"
     value: 9
-  - proposition: "adherence-generic-assistant"
+  - proposition: "adherence-generic-assistant*"
     value: 0
   - proposition: "adherence-betrays-beliefs"
     value: 0

@@ -15,7 +15,6 @@ A rules file::
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
@@ -64,14 +63,9 @@ def text_model(spec: str, settings: Any, *, cwd: Path) -> TextModel:
     if spec.startswith("scripted:"):
         target = Path(spec.removeprefix("scripted:"))
         return scripted_model(target if target.is_absolute() else cwd / target)
-    try:
-        factory = importlib.import_module("engine.llm.factory")
-    except ModuleNotFoundError:
-        raise ConfigurationError(
-            f"model {spec!r}: LLM text models are not installed in this build; use --model scripted:RULES.yaml"
-        ) from None
-    model: TextModel = factory.make_text_model(spec, settings)
-    return model
+    from engine.llm.factory import make_text_model
+
+    return make_text_model(spec, settings)
 
 
 def node_context(card: Scorecard, spec: str | None, settings: Any, *, cwd: Path) -> NodeContext:

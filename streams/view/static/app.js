@@ -112,6 +112,7 @@ async function loadAgents() {
   const { agents } = await api("/api/agents?limit=200");
   body.replaceChildren();
   $("agents-empty").classList.toggle("hidden", agents.length > 0);
+  $("agents-table").classList.toggle("hidden", agents.length === 0);
   for (const a of agents) {
     const rate = a.attempts ? a.retries / a.attempts : null;
     const row = el("tr");
@@ -167,10 +168,27 @@ function chart(runs, baseline) {
 // -- runs ---------------------------------------------------------------------------------------------
 async function loadRuns() {
   if (source) { source.close(); source = null; }
-  const [evals, formats] = await Promise.all([api("/api/runs/evaluations?limit=100"), api("/api/runs/formats?limit=100")]);
+  const [evals, formats, experiments] = await Promise.all([api("/api/runs/evaluations?limit=100"),
+    api("/api/runs/formats?limit=100"), api("/api/runs/experiments?limit=100")]);
+  const expBody = $("experiments").querySelector("tbody");
+  expBody.replaceChildren();
+  $("experiments-empty").classList.toggle("hidden", experiments.experiments.length > 0);
+  $("experiments").classList.toggle("hidden", experiments.experiments.length === 0);
+  for (const x of experiments.experiments) {
+    const row = el("tr");
+    const link = el("a", "Table 1 and charts");
+    link.href = `/experiments/${encodeURIComponent(x.experiment_id)}`;
+    link.target = "_blank";
+    const cell = el("td");
+    cell.append(link);
+    row.append(el("td", when(x.created_at)), el("td", x.experiment_id), el("td", x.scenario), el("td", x.status),
+      el("td", x.sessions), cell);
+    expBody.append(row);
+  }
   const evalBody = $("eval-runs").querySelector("tbody");
   evalBody.replaceChildren();
   $("eval-empty").classList.toggle("hidden", evals.runs.length > 0);
+  $("eval-runs").classList.toggle("hidden", evals.runs.length === 0);
   for (const r of evals.runs) {
     const dims = Object.entries(r.dimension_scores || {}).map(([d, s]) => `${d} ${fmt(s)}`).join(", ");
     const row = el("tr");
@@ -181,6 +199,7 @@ async function loadRuns() {
   const formatBody = $("format-runs").querySelector("tbody");
   formatBody.replaceChildren();
   $("formats-empty").classList.toggle("hidden", formats.runs.length > 0);
+  $("format-runs").classList.toggle("hidden", formats.runs.length === 0);
   for (const r of formats.runs) {
     const row = el("tr");
     row.append(el("td", when(r.created_at)), el("td", r.format), el("td", r.source), el("td", r.target),
@@ -188,7 +207,7 @@ async function loadRuns() {
     row.addEventListener("click", () => showFormatRun(r));
     formatBody.append(row);
   }
-  status(`${evals.runs.length} evaluation runs, ${formats.runs.length} format runs`);
+  status(`${evals.runs.length} evaluation runs, ${experiments.experiments.length} experiments, ${formats.runs.length} format runs`);
 }
 
 async function showFormatRun(run) {

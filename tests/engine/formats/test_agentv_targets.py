@@ -79,7 +79,7 @@ def test_output_files_of_every_shape() -> None:
 
 
 async def test_a_text_model_target_sends_the_conversation_and_labels_the_model() -> None:
-    from engine.formats.agentv.llmtarget import TextModelTarget
+    from engine.formats.targets import TextModelTarget
     from engine.llm.scripted import ScriptedTextModel
 
     model = ScriptedTextModel.from_pairs([("weekend", "Beets. Always beets.")], default="?")

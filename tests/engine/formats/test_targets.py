@@ -165,3 +165,14 @@ async def test_a_failed_call_is_not_cached_and_its_waiters_see_the_error() -> No
     assert all(isinstance(r, TargetError) for r in results) and inner.calls == 1
     inner.fail = False
     assert (await cached.answer(TargetRequest("c", "hi"))).cached is False and inner.calls == 2
+
+
+async def test_an_llm_target_answers_with_its_text_model() -> None:
+    from engine.llm.scripted import ScriptedTextModel
+
+    model = ScriptedTextModel.from_pairs([("beets", "Bears eat beets.")], default="?")
+    target = parse_target("llm:whatever", cwd=Path(), resolve_model=lambda spec: model)
+    answer = await target.answer(TargetRequest("1", "Tell me about beets."))
+    assert (answer.text, answer.target) == ("Bears eat beets.", f"llm:{model.name}")
+    with pytest.raises(ConfigurationError, match="no text model"):
+        parse_target("llm:x", cwd=Path())

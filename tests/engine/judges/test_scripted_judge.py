@@ -60,6 +60,20 @@ async def test_agent_and_message_contains() -> None:
     assert await score(judge, action=None, events=()) == 9
 
 
+async def test_agent_and_target_are_globs() -> None:
+    """Experiments plant an effect per arm: session-scoped agent ids and session targets carry the arm."""
+    judge = judge_from(
+        [
+            {"agent": "*.treatment.*", "value": 7},
+            {"target": "*session x.control.g1-*", "value": 2},
+        ]
+    )
+    assert await score(judge, agent_id="x.treatment.g1-a-r1.p1") == 7
+    assert await score(judge, agent_id="x.control.g1-a-r1.p1") == 9
+    assert await score(judge, agent_id=None, target_name="the conversation of session x.control.g1-a-r1") == 2
+    assert await score(judge, agent_id=None, target_name="the conversation of session x.control.g2-a-r1") == 9
+
+
 async def test_int_rules_score_bool_rules_check() -> None:
     judge = judge_from([{"value": False}, {"value": 4}], default_check=True, default_count=5)
     assert await score(judge) == 4

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -124,16 +123,6 @@ def test_user_errors_are_one_line_exit_2(tmp_path: Path) -> None:
     assert missing.returncode == 2
     lines = missing.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("drift: ") and "no target" in lines[0]
-
-
-@pytest.mark.skipif(not DRIFT.exists(), reason="needs the installed drift entry point")
-@pytest.mark.skipif(importlib.util.find_spec("engine.actors.factory") is not None, reason="the actor factory exists")
-def test_actor_targets_say_they_need_the_simulations_actor() -> None:
-    argv = [str(DRIFT), "agentv", "run", str(EVAL), "--target", "actor:dwight"]
-    actor = subprocess.run(argv, capture_output=True, text=True, check=False)
-    assert actor.returncode == 2
-    lines = actor.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("drift: actor:dwight: persona actors need")
 
 
 def test_actor_targets_use_the_factory_and_the_persona(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import types
@@ -14,7 +13,7 @@ from typer.testing import CliRunner
 
 from engine.actors.base import ActRequest, ActResult
 from engine.settings import REPO_ROOT
-from streams.cli.metareason import ACTOR_PENDING, app
+from streams.cli.metareason import app
 
 runner = CliRunner()
 FAMILY = REPO_ROOT / "propositions" / "metareason" / "dwight-provocations.yaml"
@@ -86,12 +85,6 @@ def test_run_table_output(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "in_character" in result.stdout and "persona_confidence: observed" in result.stdout
-
-
-@pytest.mark.skipif(importlib.util.find_spec("engine.actors.factory") is not None, reason="the actor factory exists")
-def test_actor_targets_need_the_simulations_actor() -> None:
-    result = runner.invoke(app, ["run", str(FAMILY), "--target", "actor:dwight", "--judge", f"scripted:{JUDGE}"])
-    assert result.exit_code != 0 and str(result.exception) == ACTOR_PENDING
 
 
 def test_actor_targets_use_the_factory_and_the_persona(monkeypatch: pytest.MonkeyPatch) -> None:

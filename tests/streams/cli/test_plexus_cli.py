@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -115,13 +114,3 @@ def test_evaluate_table_and_markdown(fmt: str, marker: str) -> None:
     assert code == 0, out
     assert marker in out and "model: scripted:rules.yaml" in out
     assert "Violated Trait" not in out
-
-
-@pytest.mark.skipif(importlib.util.find_spec("engine.llm.factory") is not None, reason="LLM text models are installed")
-def test_without_llm_text_models_the_score_model_is_a_clear_error() -> None:
-    code, _, err = _invoke("plexus", "evaluate", CARD, "--dataset", DATASET)
-    assert code == 2
-    assert err == (
-        "model 'anthropic:claude-sonnet-4-5': LLM text models are not installed in this build; "
-        "use --model scripted:RULES.yaml"
-    )

@@ -147,3 +147,37 @@ async def test_a_token_guards_everything_but_the_login(stack: Stack, store: Stor
         assert bearer.status == 200
     finally:
         await client.close()
+
+
+async def test_experiments_list_and_their_table1(stack: Stack, store: Store) -> None:
+    experiment = f"exp-{uuid.uuid4().hex[:8]}"
+    await store.pool.execute(
+        "INSERT INTO experiments (id, scenario, status) VALUES ($1, 'brainstorming-average', 'completed')", experiment
+    )
+    await store.pool.executemany(
+        "INSERT INTO experiment_sessions (experiment_id, arm, session_key, run_id, grp) VALUES ($1, $2, $3, $4, 'g')",
+        [(experiment, arm, f"s{k}", f"{experiment}-{arm}-{k}") for arm in ("control", "treatment") for k in (0, 1)],
+    )
+    rows = [
+        (experiment, arm, f"s{i % 2}", "fluency", f"{arm}-{i}", f"p{i}", float(base + i % 3))
+        for arm, base in (("control", 4), ("treatment", 7))
+        for i in range(6)
+    ]
+    await store.pool.executemany(
+        "INSERT INTO experiment_scores (experiment_id, arm, session_key, metric, subject, cluster, value) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        rows,
+    )
+    client = await _client(stack, store)
+    try:
+        listed = (await (await client.get("/api/runs/experiments", params={"limit": "200"})).json())["experiments"]
+        assert any(x["experiment_id"] == experiment and x["status"] == "completed" for x in listed)
+        body = await (await client.get(f"/api/experiments/{experiment}")).json()
+        (metric,) = body["experiments"][0]["metrics"]
+        assert metric["metric"] == "fluency" and metric["delta"] == pytest.approx(3.0)
+        assert metric["cluster_bootstrap"]["clusters_control"] == 6
+        page = await client.get(f"/experiments/{experiment}")
+        assert page.status == 200 and (await page.text()).count("data:image/png;base64,") == 2
+        assert (await client.get("/api/experiments/no-such-experiment")).status == 404
+    finally:
+        await client.close()

@@ -1,5 +1,6 @@
-"""The view in Debian's headless Chromium against the embedded stack: each page renders its key elements, and a
-live verdict appears within 1 s of being published. Screenshots are saved beside the test's temp files."""
+"""The view in Debian's headless Chromium against the embedded stack, with the data of a short simulated
+brainstorming session (scripted actor): each page renders its key elements, and a live verdict appears within
+1 s of being published. Screenshots are saved beside the test's temp files."""
 
 from __future__ import annotations
 
@@ -10,8 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from engine.actors.scripted import ScriptedActor, ScriptedListModel, ScriptedRules
+from engine.personas import load_population
+from engine.simulation.plan import plan_sessions
+from engine.simulation.population import BUNDLED_TINY
+from engine.simulation.scenario import load_scenario
 from streams.client import GateClient
 from streams.embedded import free_port
+from streams.simulate import Simulation
 from tests.stack import DRIFT, Scenario
 from tests.streams.view.cdp import Browser, chromium
 
@@ -52,7 +59,14 @@ async def test_pages_render_and_a_live_verdict_appears_within_a_second(scenario:
         assert await browser.wait_for("document.getElementById('status').textContent === 'live: connected'")
         assert await browser.evaluate("!document.getElementById('live-empty').classList.contains('hidden')")
         async with GateClient(settings=scenario.settings, timeout_s=30) as gate:
-            await gate.check(agent_id=scenario.agent("warmup"), text="Warming up the stream.")
+            chosen = load_scenario("brainstorming-average")
+            personas = load_population(BUNDLED_TINY, chosen.population.fragments)
+            (plan,) = plan_sessions(chosen, list(personas), limit=1)
+            sim = Simulation(chosen, personas, ScriptedActor(ScriptedRules()), ScriptedListModel(), gate, "view")
+            (session,) = await sim.run_sessions([plan], "treatment", concurrency=1)
+            assert session.error is None
+            rows = "document.querySelectorAll('#live-table tbody tr').length"
+            assert await browser.wait_for(f"{rows} >= {sum(a.drafts for a in session.agents.values())}")
             verdict = await gate.check(agent_id=scenario.agent("toby"), text="Please file the form in triplicate.")
             published = time.monotonic()
             row = f"document.querySelector('tr[data-draft=\"{verdict.draft_id}\"]') !== null"

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-from engine.errors import ConfigurationError, PropositionFileError
+from engine.errors import PropositionFileError
 from engine.formats.plexus.providers import model_spec
 from engine.formats.plexus.textmodels import node_context, scripted_model
 from engine.llm.base import CompletionRequest
@@ -48,12 +47,3 @@ def test_one_model_option_answers_every_score(tmp_path: Path) -> None:
     card = scorecard("name: C\nscores:\n  - {name: A, graph: [{name: a, class: YesOrNoClassifier}]}\n")
     ctx = node_context(card, f"scripted:{path.name}", None, cwd=tmp_path)
     assert ctx.label == "scripted:r.yaml" and ctx.for_score("A").model is ctx.model
-
-
-@pytest.mark.skipif(importlib.util.find_spec("engine.llm.factory") is not None, reason="text models installed")
-def test_llm_specs_need_the_text_model_factory() -> None:
-    card = scorecard(
-        "name: C\nscores:\n  - {name: A, model_provider: ChatOpenAI, graph: [{name: a, class: Extractor}]}\n"
-    )
-    with pytest.raises(ConfigurationError, match="LLM text models are not installed in this build"):
-        node_context(card, None, None, cwd=Path.cwd())
