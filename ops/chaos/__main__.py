@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from ops.chaos import judge_faults, kill_workers, postgres_outage
+from ops.chaos import codecs, judge_faults, kill_workers, oversized, postgres_outage, restart_checks, strict_payloads
 from ops.chaos.common import Figures, Stage
 from streams.embedded import EmbeddedStack, start_stack
 from streams.store import Store
@@ -29,6 +29,10 @@ SCENARIOS: dict[str, Scenario] = {
     "kill-workers": kill_workers.run,
     "judge-faults": judge_faults.run,
     "postgres-outage": postgres_outage.run,
+    "restart-checks": restart_checks.run,
+    "oversized-records": oversized.run,
+    "codecs": codecs.run,
+    "strict-payloads": strict_payloads.run,
 }
 
 
