@@ -84,7 +84,10 @@ def random_scores(seed: int) -> Callable[[ReceivedRequest], Behaviour]:
     return lambda request: Behaviour.auto(value=rng.choice((9, 2)))
 
 
-SUITABILITY = {"gate_suitability_enabled": True, "max_correction_attempts": 2}
+#: The suitability check on. Its propositions include an inverted one, so the fake judge's 9 scores 6.97 and its 2
+#: scores 4.48: at the default threshold (7) both fail and a draft judged twice would be decided alike. At 5.5 the
+#: two answers decide differently, so a second judgement shows as a conflicting verdict.
+SUITABILITY = {"gate_suitability_enabled": True, "gate_suitability_threshold": 5.5, "max_correction_attempts": 2}
 
 
 async def prepare(
@@ -186,7 +189,7 @@ async def _partitions(consumer: AIOKafkaConsumer, topic: str) -> set[int]:
 class Verdicts:
     """Verdicts read back: decisions seen per (draft_id, attempt) and every record's (partition, timestamp s)."""
 
-    seen: dict[tuple[str, int], set[tuple[str, str, str]]] = field(default_factory=lambda: defaultdict(set))
+    seen: dict[tuple[str, int], set[tuple[str, ...]]] = field(default_factory=lambda: defaultdict(set))
     records: int = 0
     timed_out: int = 0
     max_latency_ms: float = 0.0
@@ -204,7 +207,8 @@ def tally(records: list[Any], run_id: str) -> Verdicts:
         if not str(verdict["draft_id"]).startswith(run_id):
             continue
         out.records += 1
-        decision = (verdict["decision"], verdict["outcome"], verdict["text"])
+        scores = orjson.dumps(verdict["scores"], option=orjson.OPT_SORT_KEYS).decode()
+        decision = (verdict["decision"], verdict["outcome"], verdict["text"], scores)
         out.seen[(verdict["draft_id"], verdict["attempt"])].add(decision)
         out.timed_out += any(s.get("timed_out") for s in verdict["scores"].values())
         out.max_latency_ms = max(out.max_latency_ms, float(verdict["latency_ms"]))
