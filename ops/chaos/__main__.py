@@ -1,5 +1,6 @@
 """``python -m ops.chaos [NAME ...]``: run the reliability scenarios on a private embedded stack, print each
-one's figures, exit 1 when a scenario misses its target (0 lost, 0 conflicting, 0 duplicated).
+one's figures, exit 1 when a scenario misses its target (0 lost, 0 conflicting, 0 duplicated, 0 unchecked,
+0 worker deaths, every bad record dead-lettered with its reason: see RELIABILITY.md).
 
 Each scenario is a module with one entry function ``run(stage) -> figures`` listed in :data:`SCENARIOS`; a
 figure named ``ok`` (1 or 0) says whether the scenario met its target.
