@@ -281,7 +281,7 @@ def build_feedback(result: AttemptResult, config: AgentConfig) -> str:
     for check in result.checks:
         if check.passed:
             continue
-        lines.append(f"## {check.dimension.value}: {check.score:.1f} (needs at least {check.threshold:g})")
+        lines.append(f"## {check.dimension.value}: {check.score:.2f} (needs at least {check.threshold:g})")
         if check.reasoning:
             lines.append(f"Why: {check.reasoning}")
         lines.extend(f"- Recommendation: {rec}" for rec in check.recommendations)

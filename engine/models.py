@@ -169,7 +169,7 @@ class AgentConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     # Every numeric field is bounded: the bounds fit the agent_evaluation_config columns (integer = int32,
-    # real = float4) and are checked before anything is written (engine.config_changes).
+    # double precision since migration 009) and are checked before anything is written (engine.config_changes).
     gate_enabled: bool = True
     gate_adherence_enabled: bool = False
     gate_consistency_enabled: bool = False

@@ -71,7 +71,7 @@ class PriceTable:
     def price(self, model: str) -> Price | None:
         """The price of ``model`` (a bare model name or a spec like ``anthropic:claude-haiku-4-5``)."""
         kind, _, rest = model.partition(":")
-        if kind in _FREE_KINDS:
+        if kind in _FREE_KINDS or kind.startswith("offline-heuristic"):  # the offline judge's name
             return FREE
         name = rest if kind in {"anthropic", "openai-compatible"} and rest else model
         if name in self._prices:

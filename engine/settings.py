@@ -72,6 +72,8 @@ class Settings:
     openai_base_url: str = "http://127.0.0.1:8000/v1"
     openai_model: str = "local"
     judge_deadline_s: float = 5.0
+    connect_timeout_s: float = 5.0  # how long a command waits for an unreachable broker or database
+    prices_file: str = ""  # YAML price table (dollars per million tokens) over the bundled one (engine.pricing)
     actor: str = ""  # empty: anthropic when ANTHROPIC_API_KEY is set, else scripted (simulations)
     actor_deadline_s: float = 60.0  # one actor/text-model completion, retries included
     actor_concurrency: int = 32  # text-model calls in flight per process

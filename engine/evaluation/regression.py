@@ -31,6 +31,8 @@ from enum import StrEnum
 
 from engine.evaluation.baseline import Baseline, BaselineDimension
 from engine.evaluation.harness import AgentResult, DimensionResult
+from engine.judges.offline import LIMITS as OFFLINE_LIMITS
+from engine.judges.offline import NAME as OFFLINE_NAME
 from engine.models import Dimension
 from engine.statistics import bootstrap_diff_ci
 
@@ -202,4 +204,6 @@ def build_report(
             f"stale baseline(s) for {', '.join(stale_agents)}: propositions or persona changed; "
             "regenerate with `drift eval baseline`"
         )
+    if judge == OFFLINE_NAME:  # what this judge can and cannot judge, in every report it made
+        notes.append(OFFLINE_LIMITS)
     return Report(judge, tuple(comparisons), tuple(notes))

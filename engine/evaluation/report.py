@@ -41,7 +41,8 @@ def _interval(value: tuple[float, float] | None) -> str:
 
 
 def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
+    """JSON keeps the exact value (issue 18, point 14): only human output rounds (two decimals)."""
+    return value
 
 
 def _propositions(result: DimensionResult) -> list[dict[str, Any]]:

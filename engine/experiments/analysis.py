@@ -154,7 +154,7 @@ def analyse(data: ExperimentData, *, seed: int = 0) -> ExperimentReport:
     rows = [analyse_metric(m, paper_value(data.paper_key, m.metric), seed=seed) for m in data.metrics]
     adjusted = holm([r.p for r in rows])
     rows = [replace(r, p_holm=p) for r, p in zip(rows, adjusted, strict=True)]
-    notes = []
+    notes = list(data.notes)
     if not any(m.control.clusters for m in data.metrics):
         notes.append(
             "no agent ids in the samples: the cluster-aware test is not available (Welch's test treats every "

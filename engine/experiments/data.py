@@ -40,3 +40,5 @@ class ExperimentData:
     source: str = ""
     #: key of the paper's published values for this experiment (:data:`engine.experiments.paper.PAPER`)
     paper_key: str | None = None
+    #: lines the report repeats under its table (what the run cost, how it was made)
+    notes: tuple[str, ...] = ()

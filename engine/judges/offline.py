@@ -10,7 +10,9 @@ It is clearly labelled (name ``offline-heuristic (no LLM)``, every reasoning sta
   messages. A claim that describes a *flaw* (generic, repetitive, dry, corporate, echoing…, the claims
   proposition files mark ``inverted``) starts at 1 and rises with evidence of the flaw; any other claim
   starts at 5 and rises with persona vocabulary, falling with the flaw signals. No text at all scores 9
-  (missing data counts as true).
+  (missing data counts as true). An agent's whole trajectory (offline evaluation) scores as the rounded
+  mean of its messages, each judged as a draft with what came before it, so a conversation's score and its
+  per-message scores agree (summing every message's flaw signals used to sink long conversations).
 * **check** handles two kinds of claim specially: claims about ideas (true when idea-like proposals occur in
   the last 10 events, or when none occur if the claim is negated) and claims about agreement (same with
   agreement phrases). Any other claim is true when its score would be at least 5.
@@ -26,11 +28,18 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 
 from engine.judges.base import ClaimAnswer, JudgeMode, JudgeRequest, JudgeResult
 from engine.models import EventKind
 
 NAME = "offline-heuristic (no LLM)"
+#: What every output judged by this judge says about it (issue 18, point 3).
+LIMITS = (
+    "offline heuristic judge (no LLM): it counts words — persona vocabulary, stock corporate phrases, bland "
+    "agreement, repetition — and cannot read meaning, sarcasm or paraphrase; its scores run lower than an "
+    "LLM's. Set ANTHROPIC_API_KEY to judge with Claude."
+)
 _LABEL = "[offline heuristic]"
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
@@ -178,6 +187,26 @@ def _virtue_score(sig: dict[str, float]) -> float:
 def _score(request: JudgeRequest, claim_text: str) -> tuple[int, str]:
     if not request.judged_text().strip():
         return 9, f"{_LABEL} there is no text to judge; missing data counts as true -> 9"
+    if request.action is None and request.agent_id is not None:
+        per_message = _per_message_scores(request, claim_text)
+        if per_message:  # a conversation scores as its messages do, each judged with what came before it
+            score = round(sum(per_message) / len(per_message))
+            shown = ", ".join(map(str, per_message))
+            return score, f"{_LABEL} mean of the scores of its {len(per_message)} messages ({shown}) -> {score}"
+    return _message_score(request, claim_text)
+
+
+def _per_message_scores(request: JudgeRequest, claim_text: str) -> list[int]:
+    """The agent's messages in the trajectory, each scored as the gate scores a draft (issue 18, point 3)."""
+    return [
+        _message_score(replace(request, trajectory=request.trajectory[:i], action=e.text, first_part=0, omitted=0),
+                       claim_text)[0]
+        for i, e in enumerate(request.trajectory)
+        if e.kind is EventKind.ACTION and e.agent_id == request.agent_id and e.text.strip()
+    ]  # fmt: skip
+
+
+def _message_score(request: JudgeRequest, claim_text: str) -> tuple[int, str]:
     sig = _signals(request, claim_text)
     flaw = _is_flaw_claim(claim_text)
     raw = _flaw_score(sig) if flaw else _virtue_score(sig)

@@ -1,5 +1,6 @@
 """``python -m ops.chaos [NAME ...]``: run the reliability scenarios on a private embedded stack, print each
-one's figures, exit 1 when a scenario misses its target (0 lost, 0 conflicting, 0 duplicated).
+one's figures, exit 1 when a scenario misses its target (0 lost, 0 conflicting, 0 duplicated, 0 unchecked,
+0 worker deaths, every bad record dead-lettered with its reason: see RELIABILITY.md).
 
 Each scenario is a module with one entry function ``run(stage) -> figures`` listed in :data:`SCENARIOS`; a
 figure named ``ok`` (1 or 0) says whether the scenario met its target.
@@ -17,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from ops.chaos import judge_faults, kill_workers, postgres_outage
+from ops.chaos import codecs, judge_faults, kill_workers, oversized, postgres_outage, restart_checks, strict_payloads
 from ops.chaos.common import Figures, Stage
 from streams.embedded import EmbeddedStack, start_stack
 from streams.store import Store
@@ -29,6 +30,10 @@ SCENARIOS: dict[str, Scenario] = {
     "kill-workers": kill_workers.run,
     "judge-faults": judge_faults.run,
     "postgres-outage": postgres_outage.run,
+    "restart-checks": restart_checks.run,
+    "oversized-records": oversized.run,
+    "codecs": codecs.run,
+    "strict-payloads": strict_payloads.run,
 }
 
 

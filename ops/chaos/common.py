@@ -13,7 +13,8 @@ import random
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -83,13 +84,22 @@ def random_scores(seed: int) -> Callable[[ReceivedRequest], Behaviour]:
     return lambda request: Behaviour.auto(value=rng.choice((9, 2)))
 
 
-async def prepare(stage: Stage, agents: Iterable[str], partitions: int = 3) -> None:
-    """Topics up front, and the suitability check switched on for every agent (in the database and announced)."""
+#: The suitability check on. Its propositions include an inverted one, so the fake judge's 9 scores 6.97 and its 2
+#: scores 4.48: at the default threshold (7) both fail and a draft judged twice would be decided alike. At 5.5 the
+#: two answers decide differently, so a second judgement shows as a conflicting verdict.
+SUITABILITY = {"gate_suitability_enabled": True, "gate_suitability_threshold": 5.5, "max_correction_attempts": 2}
+
+
+async def prepare(
+    stage: Stage, agents: Iterable[str], partitions: int = 3, config: dict[str, Any] | None = None
+) -> None:
+    """Topics up front, and ``config`` (default: the suitability check switched on) stored for every agent and
+    announced on the ``agent-config`` topic."""
     await create_topics(stage.settings, partitions=partitions)
     async with await Store.connect(stage.database_url) as store:
         for agent in agents:
-            config = await store.set_config(agent, {"gate_suitability_enabled": True, "max_correction_attempts": 2})
-            await publish_config(stage.settings, agent, config.model_dump())
+            stored = await store.set_config(agent, config or SUITABILITY)
+            await publish_config(stage.settings, agent, stored.model_dump())
 
 
 MALFORMED = (b"{not json", b'{"draft_id": "x"}', b"[1, 2]", None)
@@ -179,7 +189,7 @@ async def _partitions(consumer: AIOKafkaConsumer, topic: str) -> set[int]:
 class Verdicts:
     """Verdicts read back: decisions seen per (draft_id, attempt) and every record's (partition, timestamp s)."""
 
-    seen: dict[tuple[str, int], set[tuple[str, str, str]]] = field(default_factory=lambda: defaultdict(set))
+    seen: dict[tuple[str, int], set[tuple[str, ...]]] = field(default_factory=lambda: defaultdict(set))
     records: int = 0
     timed_out: int = 0
     max_latency_ms: float = 0.0
@@ -197,7 +207,8 @@ def tally(records: list[Any], run_id: str) -> Verdicts:
         if not str(verdict["draft_id"]).startswith(run_id):
             continue
         out.records += 1
-        decision = (verdict["decision"], verdict["outcome"], verdict["text"])
+        scores = orjson.dumps(verdict["scores"], option=orjson.OPT_SORT_KEYS).decode()
+        decision = (verdict["decision"], verdict["outcome"], verdict["text"], scores)
         out.seen[(verdict["draft_id"], verdict["attempt"])].add(decision)
         out.timed_out += any(s.get("timed_out") for s in verdict["scores"].values())
         out.max_latency_ms = max(out.max_latency_ms, float(verdict["latency_ms"]))
@@ -241,6 +252,29 @@ async def correction_rows(stage: Stage, run_id: str, expected: int, timeout_s: f
             if row["n"] >= expected or time.monotonic() > deadline:
                 return int(row["n"]), int(row["n"]) - int(row["d"])
             await asyncio.sleep(0.5)
+
+
+async def message_ids(stage: Stage, run_id: str, expected: int, timeout_s: float = 60.0) -> set[str]:
+    """``run_messages`` ids of ``run_id`` once ``expected`` rows are in (or time is up), then once more after the
+    sinks had a moment to write anything beyond them."""
+    sql = "SELECT message_id FROM run_messages WHERE run_id = $1"
+    async with await Store.connect(stage.database_url) as store:
+        deadline = time.monotonic() + timeout_s
+        while len(await store.pool.fetch(sql, run_id)) < expected and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+        await asyncio.sleep(2.0)  # rows beyond the expected ones would be a defect: give them time to show
+        return {str(row["message_id"]) for row in await store.pool.fetch(sql, run_id)}
+
+
+@asynccontextmanager
+async def advisory_lock(stage: Stage, key: int) -> AsyncIterator[None]:
+    """Hold PostgreSQL's session-level advisory lock ``key`` (on a connection of its own) inside the block."""
+    async with await Store.connect(stage.database_url) as store, store.pool.acquire() as conn:
+        await conn.execute("SELECT pg_advisory_lock($1)", key)
+        try:
+            yield
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", key)
 
 
 def recovery_s(verdicts: Verdicts, kills: list[float]) -> float:

@@ -50,6 +50,9 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
 
 
 def _register() -> None:
+    from streams.cli.helpfmt import flags_without_type
+
+    flags_without_type()
     groups: dict[str, typer.Typer] = {}
     for module_name, group, attribute in _COMMAND_MODULES:
         try:

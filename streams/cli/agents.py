@@ -11,6 +11,7 @@ import typer
 from streams.cli.common import DatabaseOpt, PropositionsOpt, run, settings_from
 
 if TYPE_CHECKING:
+    from streams.store import Store
     from streams.store.agents import StoredAgent
 
 app = typer.Typer(help="Agents: which ids have a persona, a stored configuration, recorded messages.")
@@ -67,3 +68,19 @@ def _rows(personas: set[str], stored: list[StoredAgent]) -> list[dict[str, Any]]
             }
         )
     return rows
+
+
+def has_persona(agent_id: str, propositions_dir: Path) -> bool:
+    from engine.personas import persona_files
+
+    return any(p.stem == agent_id for p in persona_files(Path(propositions_dir)))
+
+
+def note_unknown_agent(agent_id: str, what: str = "defaults shown") -> None:
+    """The one-line note of a command asked about an agent id drift has never seen (issue 18, point 5)."""
+    typer.echo(f"drift: note: unknown agent {agent_id!r}, {what} (see 'drift agents list')", err=True)
+
+
+async def known_in_database(store: Store, agent_id: str) -> bool:
+    """True when the ``agents`` table holds ``agent_id`` (the gate registers every agent it sees)."""
+    return bool(await store.pool.fetchval("SELECT EXISTS (SELECT 1 FROM agents WHERE id = $1)", agent_id))

@@ -50,7 +50,13 @@ def check(
 
 
 def _print(verdict: Verdict) -> None:
-    typer.echo(f"{verdict.agent_id}: {verdict.decision}/{verdict.outcome} (judge {verdict.judge or '-'})")
+    from engine.display import outcome_label
+    from engine.judges.offline import LIMITS, NAME
+
+    if verdict.judge == NAME:
+        typer.echo(f"note: {LIMITS}", err=True)
+    outcome = outcome_label(verdict.outcome)
+    typer.echo(f"{verdict.agent_id}: {verdict.decision} ({outcome}; judge {verdict.judge or '-'})")
     for name, score in verdict.scores.items():
         state = "timed out" if score.timed_out else ("passed" if score.passed else "failed")
         typer.echo(f"  {name:<12} {score.score:.2f} / threshold {score.threshold:.2f}  {state}")

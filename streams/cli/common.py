@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Mapping
+import contextlib
+from collections.abc import Coroutine, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -45,6 +46,22 @@ def settings_from(**overrides: Any) -> Settings:
     """Settings from the environment, overridden by the flags that were given."""
     mapping = {"database": "database_url", "prefix": "topic_prefix", "propositions": "propositions_dir"}
     return Settings.from_env(**{mapping.get(k, k): v for k, v in overrides.items()})
+
+
+@contextlib.contextmanager
+def quiet_kafka_logs(verbose: bool = False) -> Iterator[None]:
+    """While a command connects, aiokafka's log line per failed attempt is silenced: the command says it once,
+    in its own one-line error. Restored afterwards, so a running worker still logs a broker it loses."""
+    import logging
+
+    logger = logging.getLogger("aiokafka")
+    level = logger.level
+    if not verbose:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

@@ -30,7 +30,7 @@ from streams.cli.common import JudgeOpt, PropositionsOpt, run, settings_from
 
 if TYPE_CHECKING:
     from engine.evaluation.harness import AgentResult, HarnessOptions
-    from engine.judges.base import Judge
+    from engine.judges.metered import MeteredJudge
     from engine.models import Dimension, Event
     from engine.settings import Settings
 
@@ -207,28 +207,26 @@ async def load_input(inputs: Inputs, agents: list[str], settings: Settings, judg
     return Loaded(tuple(events), select_agents(events, agents), events_hash(events))
 
 
-async def _close(judge: Judge) -> None:
-    inner = getattr(judge, "inner", judge)
-    closer = getattr(inner, "aclose", None)
-    if closer is not None:
-        await closer()
-
-
 async def evaluate_input(
-    inputs: Inputs, agents: list[str], options: HarnessOptions, settings: Settings, judge_spec: str, record: Path | None
-) -> tuple[str, Loaded, tuple[AgentResult, ...]]:
-    """Build the judge, load the input, evaluate every agent; returns (judge name, input, results)."""
+    inputs: Inputs, agents: list[str], options: HarnessOptions, settings: Settings, judge_spec: str,
+    record: Path | None, meter: list[MeteredJudge] | None = None,
+) -> tuple[str, Loaded, tuple[AgentResult, ...]]:  # fmt: skip
+    """Build the judge, load the input, evaluate every agent; returns (judge name, input, results).
+    ``meter``, when given, receives the metered judge (its calls and token usage)."""
     from engine.evaluation.harness import evaluate_cast
     from engine.judges.factory import make_judge
+    from engine.judges.metered import MeteredJudge, close_judge
 
     spec = judge_spec or settings.effective_judge()
     judge = make_judge(spec, settings, record=record)
+    metered = MeteredJudge(judge)
+    (meter if meter is not None else []).append(metered)
     try:
         loaded = await load_input(inputs, agents, settings, spec)
         with progress_bar(len(loaded.agent_ids), "evaluating") as advance:
-            results = await evaluate_cast(judge, loaded.events, loaded.agent_ids, options, advance)
+            results = await evaluate_cast(metered, loaded.events, loaded.agent_ids, options, advance)
     finally:
-        await _close(judge)
+        await close_judge(judge)
     return judge.name, loaded, results
 
 
@@ -289,15 +287,18 @@ def run_command(
     from engine.evaluation.baseline import load_baseline
     from engine.evaluation.regression import build_report
     from engine.evaluation.report import RENDERERS
+    from engine.judges.metered import with_usage
 
     settings = settings_from(propositions=propositions)
     options = harness_options(settings, dimensions, repeats, strategy, not no_interval)
     inputs = Inputs(messages, run_id, since, synthetic, skip_invalid)
-    judge_name, loaded, results = run(evaluate_input(inputs, _split(agents), options, settings, judge or "", record))
+    meter: list[MeteredJudge] = []
+    judge_name, loaded, results = run(evaluate_input(inputs, _split(agents), options, settings, judge or "", record,
+                                                     meter))  # fmt: skip
     directory = baseline_dir or settings.propositions_dir / "baselines"
     baselines = {r.agent_id: load_baseline(directory, r.agent_id) for r in results}
     report = build_report(judge_name, results, baselines, loaded.messages_sha256)
-    _emit(RENDERERS[output_format.value](report), output)
+    _emit(with_usage(RENDERERS[output_format.value](report), output_format.value, meter[0].summary(settings)), output)
     if output is not None:
         print(
             f"drift: wrote {output}: {len(report.regressions)} regression(s), {len(report.stale)} stale",
@@ -385,6 +386,7 @@ async def _calibrate(labels: Path, settings: Settings, judge_spec: str, strategy
     from engine.evaluation.calibration import calibrate, read_labels
     from engine.evaluation.scorers import ScoringOptions
     from engine.judges.factory import make_judge
+    from engine.judges.metered import close_judge
     from engine.scoring import JudgeStrategy
 
     items = read_labels(labels)
@@ -393,4 +395,4 @@ async def _calibrate(labels: Path, settings: Settings, judge_spec: str, strategy
         options = ScoringOptions(strategy=JudgeStrategy(strategy.value))
         return await calibrate(judge, items, settings.propositions_dir, options)
     finally:
-        await _close(judge)
+        await close_judge(judge)

@@ -10,7 +10,7 @@ import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -271,8 +271,17 @@ async def load_data(settings: Settings, experiment_ids: list[str]) -> list[Exper
         for experiment_id in experiment_ids:
             stored = await xstore.get(experiment_id)
             rows = await xstore.samples(experiment_id)
-            datasets.append(experiment_data(stored, rows, _metric_order(stored.scenario, settings)))
+            data = experiment_data(stored, rows, _metric_order(stored.scenario, settings))
+            datasets.append(replace(data, notes=(*data.notes, _spent(await xstore.totals(experiment_id)))))
     return datasets
+
+
+def _spent(totals: dict[str, Any]) -> str:
+    cost = totals.get("cost_usd")
+    return (
+        f"spent: {totals.get('sessions', 0)} sessions ({totals.get('failed', 0)} failed), "
+        f"{totals.get('llm_calls', 0)} LLM calls, {format_cost(cost if cost is None else float(cost))}"
+    )
 
 
 def _metric_order(scenario_name: str, settings: Settings) -> list[str]:

@@ -126,22 +126,34 @@ def stats(
         bool, typer.Option("--from-database", help="Compute the statistics from correction_logs instead.")
     ] = False,
     database: DatabaseOpt = None,
-    agent: Annotated[str | None, typer.Option("--agent", help="Database mode: only this agent.")] = None,
-    since: Annotated[str | None, typer.Option("--since", help="Database mode: logs since (RFC 3339 or -2h).")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent (reads the database).")] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Logs since (RFC 3339 or -2h; reads the database).")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Price the tokens as this model (default: the worker's judge).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Gate statistics of a running worker (its /stats page), or from the database with --from-database."""
+    """Gate statistics of a running worker (its /stats page), or from the database with --from-database.
+
+    Costs are dollars at the price table's rates (DRIFT_PRICES_FILE overrides it; docs/reference.md)."""
     from rich.console import Console
 
     settings = settings_from(database=database)
-    if from_database or database is not None:
+    if from_database or database is not None or agent is not None or since is not None:
         from streams.client.replay import parse_time
 
         snapshot = run(_database_snapshot(settings.database(), agent, parse_time(since) if since else None))
         source = "database (correction_logs)"
+        if not snapshot.pop("known", True):
+            from streams.cli.agents import note_unknown_agent
+
+            note_unknown_agent(str(agent), "nothing recorded")
     else:
         address = (url or f"http://127.0.0.1:{settings.web_port}").rstrip("/")
         snapshot, source = _fetch_stats(address), address
+    snapshot["cost_usd"], snapshot["priced_as"] = _cost(settings, snapshot, model)
     if as_json:
         typer.echo(json.dumps(snapshot, indent=2, sort_keys=True))
         return
@@ -164,6 +176,19 @@ def _fetch_stats(address: str) -> dict[str, Any]:
     return data
 
 
+def _cost(settings: Any, snapshot: dict[str, Any], model: str | None) -> tuple[float | None, str | None]:
+    """Dollars for the snapshot's tokens, priced as ``model`` or the judge the worker names (None: unknown)."""
+    from engine.models import TokenUsage
+    from engine.pricing import PriceTable
+
+    priced_as = model or snapshot.get("judge")
+    if not priced_as:
+        return None, None
+    table = PriceTable.load(Path(settings.prices_file) if settings.prices_file else None)
+    usage = TokenUsage(**{k: int(v) for k, v in (snapshot.get("token_usage") or {}).items() if k in _TOKEN_KINDS})
+    return table.cost(priced_as, usage), priced_as
+
+
 def _fmt(value: Any, digits: int = 2) -> str:
     if value is None:
         return "-"
@@ -172,9 +197,19 @@ def _fmt(value: Any, digits: int = 2) -> str:
     return str(value)
 
 
+def _cost_text(s: dict[str, Any]) -> str:
+    from engine.pricing import format_cost
+
+    if not s.get("priced_as"):
+        return "unknown (pass --model MODEL to price the tokens)"
+    return f"{format_cost(s.get('cost_usd'))} (priced as {s['priced_as']})"
+
+
 def print_stats(console: Console, s: dict[str, Any], source: str) -> None:
     """The snapshot as three rich tables: totals, per dimension, outcomes."""
     from rich.table import Table
+
+    from engine.display import outcome_label, score_text
 
     totals = Table(title=f"gate statistics — {source}", show_header=False, title_justify="left")
     latency = s.get("latency_ms") or {}
@@ -191,6 +226,7 @@ def print_stats(console: Console, s: dict[str, Any], source: str) -> None:
         ("judge tokens in / out", f"{usage.get('input_tokens', 0)} / {usage.get('output_tokens', 0)}"),
         ("cache read / write tokens", f"{usage.get('cache_read_input_tokens', 0)} / "
                                       f"{usage.get('cache_creation_input_tokens', 0)}"),
+        ("judge cost", _cost_text(s)),
         ("dead letters", _fmt(s.get("dead_letters"))),
     ]  # fmt: skip
     for name, value in rows:
@@ -200,12 +236,12 @@ def print_stats(console: Console, s: dict[str, Any], source: str) -> None:
     names = sorted({*s.get("mean_scores", {}), *s.get("dimension_failures", {}), *s.get("dimension_timeouts", {})})
     for name in names:
         mean, failed = s.get("mean_scores", {}).get(name), s.get("failed_scores", {}).get(name)
-        spread = f"{failed['mean']:.2f} ± {failed['sd']:.2f} (n={failed['n']})" if failed else "—"
-        dims.add_row(name, _fmt(mean), str(s.get("dimension_failures", {}).get(name, 0)),
+        spread = f"{score_text(failed['mean'])} ± {score_text(failed['sd'])} (n={failed['n']})" if failed else "—"
+        dims.add_row(name, score_text(mean), str(s.get("dimension_failures", {}).get(name, 0)),
                      str(s.get("dimension_timeouts", {}).get(name, 0)), spread)  # fmt: skip
-    outcomes = Table("outcome", "count", title="outcomes", title_justify="left")
+    outcomes = Table("outcome", "attempts", title="outcomes (per attempt)", title_justify="left")
     for outcome, count in sorted(s.get("outcomes", {}).items(), key=lambda kv: -kv[1]):
-        outcomes.add_row(outcome, str(count))
+        outcomes.add_row(outcome_label(outcome), str(count))
     console.print(totals, dims if names else "[dim]no dimension was judged[/dim]", outcomes)
 
 
@@ -269,9 +305,11 @@ def _failed_scores(dims: Any) -> dict[str, dict[str, float | int]]:
 async def _database_snapshot(url: str, agent: str | None, since: Any) -> dict[str, Any]:
     """The /stats aggregates from ``correction_logs``. The logs keep scores but not the thresholds in force,
     so failures are counted against each agent's current thresholds; judge calls are not logged (None)."""
+    from streams.cli.agents import known_in_database
     from streams.store import Store
 
     async with await Store.connect(url) as store:
+        known = agent is None or await known_in_database(store, agent)
         totals = await store.pool.fetchrow(_TOTALS_SQL, agent, since)
         dims = await store.pool.fetch(_DIMENSIONS_SQL, agent, since)
         outcomes = await store.pool.fetch(_OUTCOMES_SQL, agent, since)
@@ -296,4 +334,5 @@ async def _database_snapshot(url: str, agent: str | None, since: Any) -> dict[st
         "judge_calls": None,
         "token_usage": {k: int(totals[k]) for k in _TOKEN_KINDS},
         "dead_letters": None,
+        "known": known,
     }

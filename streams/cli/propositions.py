@@ -127,9 +127,19 @@ def show(
         typer.echo(json.dumps(_as_json(merged), indent=2, ensure_ascii=False))
     else:
         _print_table(merged)
+    if agent and not _known(agent, root, merged.sources):
+        from streams.cli.agents import note_unknown_agent
+
+        note_unknown_agent(agent, f"no persona or propositions file of its own in {root}: defaults shown")
     if merged.is_empty:
         who = f"agent '{agent}'" if agent else "the defaults"
         typer.echo(f"note: no propositions for {chosen.value} and {who} in {root}", err=True)
+
+
+def _known(agent: str, root: Path, sources: Any) -> bool:
+    from streams.cli.agents import has_persona
+
+    return has_persona(agent, root) or any(Path(source).stem == agent for source in sources)
 
 
 def _as_json(merged: PropositionSet) -> dict[str, Any]:

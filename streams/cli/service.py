@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from engine.errors import ConfigurationError
 from engine.redaction import mask_url
 from engine.settings import Settings
 from streams.cli.common import (
@@ -18,6 +20,7 @@ from streams.cli.common import (
     JudgeOpt,
     PrefixOpt,
     PropositionsOpt,
+    quiet_kafka_logs,
     run,
     settings_from,
 )
@@ -32,14 +35,72 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-async def _prepare(settings: Settings, partitions: int) -> None:
-    """Migrations and topics, before the worker starts."""
+def _usable_data_dir(path: Path) -> None:
+    """``--data-dir`` must be a directory this process can create and write, checked before anything starts."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".drift-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigurationError(f"--data-dir {path}: cannot be used: {exc.strerror or exc}") from None
+
+
+def _free_web_port(settings: Settings) -> Settings:
+    """The configured web port when it is free, else any free port (a second worker on the same host)."""
+    import errno
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((settings.web_host, settings.web_port))
+            return settings
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise ConfigurationError(
+                    f"web server: cannot listen on {settings.web_host}:{settings.web_port}: {exc.strerror}"
+                ) from None
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((settings.web_host, 0))
+        return settings.with_(web_port=int(sock.getsockname()[1]))
+
+
+async def _reachable(settings: Settings, partitions: int) -> list[str]:
+    """Fail fast (within DRIFT_CONNECT_TIMEOUT_S) on an unreachable database or broker; create the prefix's
+    topics (returns the names created now)."""
     from streams.store import Store
     from streams.wire.kafka import create_topics
 
-    async with await Store.connect(settings.database()) as store:
+    async with await Store.connect(settings.database(), min_size=1, max_size=1, timeout_s=settings.connect_timeout_s):
+        pass
+    return await create_topics(settings, partitions=partitions, timeout_s=settings.connect_timeout_s)
+
+
+def _note_judge(name: str) -> None:
+    from engine.judges.offline import LIMITS, NAME
+
+    if name == NAME:
+        print(f"drift: note: {LIMITS}", file=sys.stderr)
+
+
+def _warn_if_empty(settings: Settings) -> None:
+    folder = Path(settings.propositions_dir)
+    if folder.is_dir() and not any(folder.rglob("*.yaml")) and not any(folder.rglob("*.yml")):
+        print(
+            f"drift: warning: {folder} holds no proposition or persona files: the gate judges with no propositions "
+            "(every LLM check passes); see 'drift init DIR'",
+            file=sys.stderr,
+        )
+
+
+async def _prepare(settings: Settings, partitions: int, timeout_s: float) -> None:
+    """Migrations and topics, before the worker starts (within ``timeout_s`` per service)."""
+    from streams.store import Store
+    from streams.wire.kafka import create_topics
+
+    async with await Store.connect(settings.database(), timeout_s=timeout_s) as store:
         await store.migrate()
-    await create_topics(settings, partitions=partitions)
+    await create_topics(settings, partitions=partitions, timeout_s=timeout_s)
 
 
 def _start_embedded(
@@ -89,14 +150,21 @@ def up(
 
     settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions,
                              data_dir=data_dir)  # fmt: skip
+    _usable_data_dir(settings.data_dir)
+    _warn_if_empty(settings)
     PropositionLibrary(settings.propositions_dir).validate()
     judge_impl = make_judge(settings.judge, settings)
+    settings = _free_web_port(settings)
+    wait_s = settings.connect_timeout_s if broker else max(15.0, settings.connect_timeout_s)  # embedded: just started
     with contextlib.ExitStack() as stack:
         settings, kill = _start_embedded(stack, settings, database=database, broker=broker, kafka_port=kafka_port)
         try:
-            run(_prepare(settings, partitions))
+            with quiet_kafka_logs(verbose):
+                run(_prepare(settings, partitions, wait_s))
+            _note_judge(judge_impl.name)
             database_shown = mask_url(settings.database())  # never a password in the 'ready' line (CI logs)
-            ready = f"ready broker={mask_url(settings.broker)} database={database_shown} judge={judge_impl.name}"
+            ready = (f"ready broker={mask_url(settings.broker)} database={database_shown} judge={judge_impl.name} "
+                     f"web=http://{settings.web_host}:{settings.web_port}")  # fmt: skip
             run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready), on_abort=kill,
                        loglevel="INFO" if verbose else "WARNING")  # fmt: skip
         finally:
@@ -124,16 +192,26 @@ def worker(
     settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions)
     if not sinks:
         settings = settings.with_(sinks=False)
+    _warn_if_empty(settings)
     PropositionLibrary(settings.propositions_dir).validate()
     judge_impl = make_judge(settings.judge, settings)
-    ready = f"ready worker broker={mask_url(settings.broker)} judge={judge_impl.name}"
+    settings = _free_web_port(settings)
+    with quiet_kafka_logs(verbose):
+        created = run(_reachable(settings, partitions))
+    _note_judge(judge_impl.name)
+    if created:
+        print(f"drift: created {len(created)} topic(s) for prefix {settings.topic_prefix!r}", file=sys.stderr)
+    ready = (f"ready worker broker={mask_url(settings.broker)} judge={judge_impl.name} "
+             f"prefix={settings.topic_prefix} web=http://{settings.web_host}:{settings.web_port}")  # fmt: skip
     run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready),
                loglevel="INFO" if verbose else "WARNING")  # fmt: skip
     print("stopped", file=sys.stderr)
 
 
 @app.command("sinks")
-def sinks_command(broker: BrokerOpt = None, database: DatabaseOpt = None, prefix: PrefixOpt = None) -> None:
+def sinks_command(
+    broker: BrokerOpt = None, database: DatabaseOpt = None, prefix: PrefixOpt = None, verbose: VerboseOpt = False
+) -> None:
     """Run only the Postgres sinks (correction logs, messages): pair with 'drift worker --no-sinks'."""
     import asyncio
     import signal
@@ -143,15 +221,18 @@ def sinks_command(broker: BrokerOpt = None, database: DatabaseOpt = None, prefix
     from streams.worker.shutdown import abort
 
     settings = settings_from(broker=broker, database=database, prefix=prefix)
+    with quiet_kafka_logs(verbose):
+        run(_reachable(settings, partitions=3))
 
     async def main() -> None:
-        async with await Store.connect(settings.database()) as store:
+        async with await Store.connect(settings.database(), timeout_s=settings.connect_timeout_s) as store:
             await store.migrate()
 
             async def connected() -> Store:
                 return store
 
-            task = asyncio.ensure_future(run_sinks(settings, connected))
+            ready = f"ready sinks broker={mask_url(settings.broker)} prefix={settings.topic_prefix}"
+            task = asyncio.ensure_future(run_sinks(settings, connected, on_ready=lambda: _say(ready)))
             loop = asyncio.get_running_loop()
 
             def on_signal() -> None:  # the first stops consuming (each batch is committed once written)
@@ -161,7 +242,6 @@ def sinks_command(broker: BrokerOpt = None, database: DatabaseOpt = None, prefix
 
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, on_signal)
-            _say(f"ready sinks broker={mask_url(settings.broker)}")
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 

@@ -22,7 +22,8 @@ async def publish_config(settings: Settings, agent_id: str, config: dict[str, An
     try:
         await start_with_retry(producer, settings.broker, timeout_s)
     except Exception as exc:
-        log.warning("configuration stored, but not announced on Kafka: %s", exc)
+        log.info("configuration stored, but not announced on Kafka: %s", exc)
+        await producer.stop()  # a producer that never started still holds its client ("Unclosed AIOKafkaProducer")
         return False
     try:
         change = AgentConfigChange(agent_id=agent_id, config=config)

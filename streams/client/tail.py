@@ -17,6 +17,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import BaseModel
 from rich.text import Text
 
+from engine.display import score_text
 from engine.errors import ConfigurationError, PayloadError
 from engine.settings import Settings
 from streams.wire.kafka import consumer_kwargs, start_with_retry
@@ -163,7 +164,7 @@ def _score(line: Text, name: str, score: ScoreOut) -> None:
         line.append(f" {name} timeout", style="yellow")
         return
     mark, style = ("✓", "green") if score.passed else ("✗", "red")
-    line.append(f" {name} {score.score:g}{mark}", style=style)
+    line.append(f" {name} {score_text(score.score)}{mark}", style=style)
 
 
 def _verdict(line: Text, v: Verdict) -> None:
@@ -183,8 +184,8 @@ def _correction(line: Text, c: CorrectionLog) -> None:
     line.append(f" #{c.attempt_number} draft {c.draft_id}")
     for name, detail in c.dimension_scores.items():
         timed_out = bool(detail.get("timed_out"))
-        line.append(f" {name} {'timeout' if timed_out else format(detail.get('score', 0.0), 'g')}", style="cyan")
-    line.append(f" total {c.total_score:g}")
+        line.append(f" {name} {'timeout' if timed_out else score_text(detail.get('score', 0.0))}", style="cyan")
+    line.append(f" total {score_text(c.total_score)}")
     if c.similarity_score is not None:
         line.append(f" similarity {c.similarity_score:.2f}")
     line.append(f"  {c.latency_ms:.0f}ms", style="dim")

@@ -61,8 +61,11 @@ class SinkItem:
 Reject = Callable[[Any, str], Awaitable[None]]
 
 
-async def run_sink(settings: Settings, store: Callable[[], Awaitable[Store]], table: Table) -> None:
-    """Consume the sink's topic until cancelled; ``store`` returns the (possibly not yet connected) store."""
+async def run_sink(
+    settings: Settings, store: Callable[[], Awaitable[Store]], table: Table, started: Callable[[], None] = lambda: None
+) -> None:
+    """Consume the sink's topic until cancelled; ``store`` returns the (possibly not yet connected) store.
+    ``started`` is called once the consumer and the dead-letter producer are connected to the broker."""
     topic, model = _source(settings, table)
     consumer = AIOKafkaConsumer(
         topic,
@@ -77,8 +80,10 @@ async def run_sink(settings: Settings, store: Callable[[], Awaitable[Store]], ta
     producer = AIOKafkaProducer(**client_kwargs(settings), acks="all")
     reject = functools.partial(dead_letter, producer, Topics(settings.topic_prefix).dlq, table)
     try:  # a consumer or producer cancelled while it starts (an early Ctrl-C) is closed too
-        await start_with_retry(consumer, settings.broker, 30.0)
-        await start_with_retry(producer, settings.broker, 30.0)
+        wait_s = max(30.0, settings.connect_timeout_s)
+        await start_with_retry(consumer, settings.broker, wait_s)
+        await start_with_retry(producer, settings.broker, wait_s)
+        started()
         while True:
             batches = await consumer.getmany(timeout_ms=200, max_records=BATCH)
             records = [record for records in batches.values() for record in records]
@@ -157,6 +162,15 @@ async def _write_with_retry(write: Callable[[Sequence[Any]], Awaitable[None]], t
         delay = min(delay * 2, 5.0)
 
 
-async def run_sinks(settings: Settings, store: Callable[[], Awaitable[Store]]) -> None:
-    """Every sink, until cancelled."""
-    await asyncio.gather(*(run_sink(settings, store, table) for table in SINK_TABLES))
+async def run_sinks(
+    settings: Settings, store: Callable[[], Awaitable[Store]], on_ready: Callable[[], None] = lambda: None
+) -> None:
+    """Every sink, until cancelled; ``on_ready`` once every sink's consumer is connected."""
+    waiting = set(SINK_TABLES)
+
+    def started(table: Table) -> None:
+        waiting.discard(table)
+        if not waiting:
+            on_ready()
+
+    await asyncio.gather(*(run_sink(settings, store, t, functools.partial(started, t)) for t in SINK_TABLES))

@@ -35,11 +35,12 @@ class Store(ConfigurationQueries, MessageQueries):
         self.pool = pool
 
     @classmethod
-    async def connect(cls, url: str, *, min_size: int = 1, max_size: int = 8) -> Store:
+    async def connect(cls, url: str, *, min_size: int = 1, max_size: int = 8, timeout_s: float = 60.0) -> Store:
         if not url:
             raise ConfigurationError("no database URL: pass --database or set DRIFT_DATABASE_URL")
         try:
-            pool = await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, init=_init_connection)
+            pool = await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, init=_init_connection,
+                                             timeout=timeout_s)  # fmt: skip
         except (OSError, ValueError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             reason = mask_text(str(exc) or type(exc).__name__, [url])  # drivers may echo the DSN or its password
             reason += f"; {ENCODING_HINT}" if userinfo_needs_encoding(url) else ""

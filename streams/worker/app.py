@@ -178,7 +178,7 @@ def _install_lifecycle(app: DriftApp, rt: Runtime, configs: ConfigCache) -> None
 
     @app.page("/stats")
     async def stats_page(web: Any, request: Any) -> Any:
-        return web.json(rt.deps.stats.snapshot())
+        return web.json({**rt.deps.stats.snapshot(), "judge": rt.deps.judge.name})  # it prices the tokens
 
     registry = metrics_registry(rt.deps.stats)
 

@@ -22,6 +22,7 @@ def test_scripted_and_offline_are_free_and_unknown_models_have_no_cost() -> None
     table = PriceTable.load(None)
     assert table.cost("scripted:rules.yaml", USAGE) == 0.0
     assert table.cost("offline", USAGE) == 0.0
+    assert table.cost("offline-heuristic (no LLM)", USAGE) == 0.0  # the offline judge's name, as /stats gives it
     assert table.cost("openai-compatible:local", USAGE) is None
     assert format_cost(None) == "unknown"
 

@@ -156,6 +156,7 @@ async def _check_budget_cap(scenario: Scenario, common: list[str]) -> None:
     text = subprocess.run(drift(scenario, "report", capped), cwd=REPO, env=env(scenario), capture_output=True,
                           text=True, check=True).stdout  # fmt: skip
     assert "partial" in text and "hard persona adherence" in text
+    assert "spent: 2 sessions (0 failed)" in text and "LLM calls, $0.0000" in text  # scripted: priced free
 
 
 async def _kill_after_first_session(

@@ -32,7 +32,7 @@ def test_a_verdict_line_shows_agent_decision_and_each_dimension() -> None:
     record = to_record("verdicts", 2, 17, 1_748_779_200_250, b"pam", encode(verdict()))
     line = render(record).plain
     assert line.startswith("12:00:00.250 pam retry/corrected #2")
-    assert "adherence 8.5✓" in line and "fluency 3✗" in line and "suitability timeout" in line
+    assert "adherence 8.50✓" in line and "fluency 3.00✗" in line and "suitability timeout" in line
     assert "similarity 0.72✗" in line and "42ms" in line and "'Just a quick note about the art show.'" in line
     styles = {str(span.style) for span in render(record).spans}
     assert {"green", "red", "yellow"} <= styles

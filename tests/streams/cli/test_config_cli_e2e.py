@@ -99,13 +99,17 @@ def test_the_id_rule_is_the_wire_rule() -> None:
         Draft(draft_id="d", agent_id="a" * (MAX_ID_CHARS + 1), text="hi")
 
 
-_COLUMN_TYPES = {"integer": (-(2**31), 2**31 - 1), "real": (-3.4e38, 3.4e38)}
+_COLUMN_TYPES = {"integer": (-(2**31), 2**31 - 1), "real": (-3.4e38, 3.4e38), "double": (-1.7e308, 1.7e308)}
+MIGRATIONS = Path(__file__).resolve().parents[3] / "streams" / "store" / "migrations"
 
 
 def test_every_numeric_field_has_bounds_that_fit_its_column() -> None:
-    sql = (Path(__file__).resolve().parents[3] / "streams" / "store" / "migrations" / "001_initial.sql").read_text()
+    sql = (MIGRATIONS / "001_initial.sql").read_text()
     table = sql[sql.index("CREATE TABLE IF NOT EXISTS agent_evaluation_config") :].split(");", 1)[0]
     columns = {line.split()[0]: line.split()[1] for line in table.splitlines()[1:] if line.strip()}
+    for line in (MIGRATIONS / "009_double_precision.sql").read_text().splitlines():  # real -> double precision
+        if "ALTER COLUMN" in line and line.split()[2] in columns:
+            columns[line.split()[2]] = line.split()[4]
     for name, field in AgentConfig.model_fields.items():
         if field.annotation is bool:
             continue

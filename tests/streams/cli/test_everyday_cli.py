@@ -77,7 +77,7 @@ def test_check_prints_the_verdict_of_one_draft(gate: Scenario) -> None:
     verdict = json.loads(done.stdout)
     assert (verdict["agent_id"], verdict["decision"], verdict["text"]) == (agent, "commit", "Knitting club is at noon.")
     plain = drift(*args, *common)
-    assert plain.returncode == 0 and f"{agent}: commit/passed" in plain.stdout
+    assert plain.returncode == 0 and f"{agent}: commit (passed;" in plain.stdout
 
 
 @pytest.mark.e2e

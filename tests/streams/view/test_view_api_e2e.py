@@ -181,3 +181,27 @@ async def test_experiments_list_and_their_table1(stack: Stack, store: Store) -> 
         assert (await client.get("/api/experiments/no-such-experiment")).status == 404
     finally:
         await client.close()
+
+
+async def test_a_hundred_thousand_verdicts_come_back_a_page_at_a_time(stack: Stack, store: Store) -> None:
+    agent = f"bulk-{uuid.uuid4().hex[:6]}"
+    await store.pool.execute("INSERT INTO agents (id) VALUES ($1)", agent)
+    await store.pool.execute(
+        "INSERT INTO correction_logs (draft_id, agent_id, original_text, attempt_number, decision, outcome, created_at)"
+        " SELECT $1 || i, $2, 'text ' || i, 1, 'commit', 'passed', $3::timestamptz + i * interval '1 second'"
+        " FROM generate_series(1, 100000) AS i",
+        f"{agent}-", agent, T0,
+    )  # fmt: skip
+    client = await _client(stack, store)
+    try:
+        seen: set[str] = set()
+        params = {"agent": agent, "limit": "200"}
+        for _ in range(3):  # three pages, each bounded, each older than the last
+            page = (await (await client.get("/api/verdicts", params=params)).json())["verdicts"]
+            assert len(page) == 200 and not seen & {v["draft_id"] for v in page}
+            seen |= {v["draft_id"] for v in page}
+            params["before"] = page[-1]["created_at"]
+        agents = (await (await client.get("/api/agents", params={"limit": "200"})).json())["agents"]
+        assert next(a for a in agents if a["agent_id"] == agent)["attempts"] == 100_000
+    finally:
+        await client.close()
