@@ -122,7 +122,8 @@ async def _run(settings: Settings, options: dict[str, Any], console: Console) ->
     from engine.simulation.population import BUNDLED_TINY
     from engine.simulation.scenario import load_scenario
     from streams.client import GateClient
-    from streams.client.simulate import Simulation, export_session
+    from streams.client.simulate import Simulation
+    from streams.client.transcripts import export_session
 
     scenario = load_scenario(options["scenario"])
     personas = load_population(options["population"] or BUNDLED_TINY, scenario.population.fragments)

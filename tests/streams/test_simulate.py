@@ -16,7 +16,8 @@ from engine.personas import load_population
 from engine.simulation.plan import plan_sessions
 from engine.simulation.population import BUNDLED_TINY
 from engine.simulation.scenario import load_scenario
-from streams.client.simulate import SessionResult, Simulation, export_jsonl
+from streams.client.simulate import SessionResult, Simulation
+from streams.client.transcripts import export_jsonl
 from streams.wire.payloads import DirectiveOut, Directives, Message, Verdict
 
 

@@ -18,7 +18,8 @@ from engine.simulation.plan import plan_sessions
 from engine.simulation.population import BUNDLED_TINY
 from engine.simulation.scenario import load_scenario
 from streams.client import GateClient
-from streams.client.simulate import SessionResult, Simulation, export_session
+from streams.client.simulate import SessionResult, Simulation
+from streams.client.transcripts import export_session
 from streams.store import Store
 from streams.wire.payloads import Directives
 from tests.stack import REPO, Scenario, eventually, read_topic
