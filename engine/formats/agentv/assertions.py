@@ -12,19 +12,6 @@ import orjson
 from engine.formats.agentv.model import EvaluatorSpec
 from engine.formats.agentv.scoring import EvaluatorResult, failed, result
 
-STRING_ASSERTIONS: tuple[str, ...] = (
-    "contains",
-    "contains_any",
-    "contains_all",
-    "icontains",
-    "icontains_any",
-    "icontains_all",
-    "starts_with",
-    "ends_with",
-    "equals",
-    "regex",
-    "is_json",
-)
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
 
 

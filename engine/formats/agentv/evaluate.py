@@ -14,9 +14,9 @@ import asyncio
 from collections.abc import Callable, Sequence
 
 from engine.formats.agentv import scoring
-from engine.formats.agentv.assertions import STRING_ASSERTIONS, string_assertion
+from engine.formats.agentv.assertions import string_assertion
 from engine.formats.agentv.codejudge import Observed, run_code_judge
-from engine.formats.agentv.model import EvalCase, EvaluatorSpec
+from engine.formats.agentv.model import STRING_ASSERTIONS, EvalCase, EvaluatorSpec
 from engine.formats.agentv.scoring import EvaluatorResult, failed, result
 from engine.judges.base import Claim, Judge, JudgeMode, JudgeRequest
 

@@ -20,18 +20,8 @@ from typing import Any, Literal
 
 Dialect = Literal["seed", "4.x"]
 
-#: canonical evaluator types drift runs
-EVALUATOR_TYPES: tuple[str, ...] = (
-    "llm_judge",
-    "rubric",
-    "tool_trajectory",
-    "code_judge",
-    "field_accuracy",
-    "latency",
-    "cost",
-    "token_usage",
-    "composite",
-    # 4.x deterministic assertions on the final answer
+#: 4.x deterministic assertions on the final answer (:mod:`engine.formats.agentv.assertions` runs them)
+STRING_ASSERTIONS: tuple[str, ...] = (
     "contains",
     "contains_any",
     "contains_all",
@@ -43,6 +33,20 @@ EVALUATOR_TYPES: tuple[str, ...] = (
     "equals",
     "regex",
     "is_json",
+)
+
+#: canonical evaluator types drift runs
+EVALUATOR_TYPES: tuple[str, ...] = (
+    "llm_judge",
+    "rubric",
+    "tool_trajectory",
+    "code_judge",
+    "field_accuracy",
+    "latency",
+    "cost",
+    "token_usage",
+    "composite",
+    *STRING_ASSERTIONS,
 )
 
 #: every accepted spelling (after lower-casing and ``_`` → ``-``) → its canonical type
