@@ -187,13 +187,9 @@ def _emit(outcomes: list[Any], runs: list[Any], output_format: str) -> dict[str,
 
 
 async def _record(url: str, runs: list[Any]) -> None:
-    from streams.store import Store
-    from streams.store.formats import PostgresRunRecorder
+    from streams.store.formats import record_runs
 
-    async with await Store.connect(url) as store:
-        recorder = PostgresRunRecorder(store)
-        for format_run in runs:
-            await recorder.record(format_run)
+    await record_runs(url, runs)
 
 
 @app.command("compare")

@@ -197,11 +197,9 @@ def _scorers(
 async def _record(result: FormatRun, settings: Settings) -> None:
     if not settings.database_url:
         return
-    from streams.store import Store
-    from streams.store.formats import PostgresRunRecorder
+    from streams.store.formats import record_runs
 
-    async with await Store.connect(settings.database_url) as store:
-        await PostgresRunRecorder(store).record(result)
+    await record_runs(settings.database_url, [result])
 
 
 class _progress:

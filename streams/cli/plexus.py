@@ -201,12 +201,9 @@ def evaluate(
 
 
 async def _record(result: FormatRun, url: str) -> None:
-    from streams.store import Store
-    from streams.store.formats import PostgresRunRecorder
+    from streams.store.formats import record_runs
 
-    async with await Store.connect(url, max_size=2) as store:
-        await store.migrate()
-        await PostgresRunRecorder(store).record(result)
+    await record_runs(url, [result], migrate=True, max_size=2)
 
 
 def _fmt(value: float | None) -> str:

@@ -8,6 +8,7 @@ re-finished run) leaves exactly one row per item.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from engine.formats.results import FormatName, FormatRun
@@ -61,3 +62,13 @@ class PostgresRunRecorder:
             "SELECT count(*) FROM format_results WHERE run_id = $1", uuid.UUID(run_id)
         )
         return int(value)
+
+
+async def record_runs(url: str, runs: Sequence[FormatRun], *, migrate: bool = False, max_size: int = 8) -> None:
+    """Record ``runs`` in the database at ``url`` (one pool for all; ``migrate`` first when asked)."""
+    async with await Store.connect(url, max_size=max_size) as store:
+        if migrate:
+            await store.migrate()
+        recorder = PostgresRunRecorder(store)
+        for run in runs:
+            await recorder.record(run)
