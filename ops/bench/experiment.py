@@ -19,7 +19,6 @@ Run from the repository root: ``.venv/bin/python -m ops.bench.experiment``; merg
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -33,15 +32,13 @@ from engine.judges.scripted import ScriptedJudge
 from engine.settings import Settings
 from engine.simulation.plan import SessionPlan
 from ops.bench.common import RESULTS_PATH, machine_info, merge_results
-from ops.bench.simulate import start_worker
+from ops.bench.simulate import running_service
 from streams.cli.experiment_main import RunOptions, plan
 from streams.client import GateClient
 from streams.client.experiments import ExperimentRun, MeteredActor, MeteredModel, MeteredService, Progress
 from streams.client.simulate import SessionResult, Simulation
-from streams.embedded import start_stack
 from streams.store import Store
 from streams.store.experiments import ExperimentStore
-from streams.wire.kafka import create_topics
 from streams.wire.payloads import Directives, Verdict
 
 LATENCY_S = 0.2
@@ -161,25 +158,8 @@ async def measure(settings: Settings, root: Path) -> dict[str, Any]:
 
 
 def run_measured() -> dict[str, Any]:
-    stack = start_stack()
-    worker = None
-    try:
-        settings = Settings(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix="bench-exp.",
-                            fetch_max_wait_ms=10)  # fmt: skip
-
-        async def prepare() -> None:
-            async with await Store.connect(stack.database.url) as store:
-                await store.migrate()
-            await create_topics(settings)
-
-        asyncio.run(prepare())
-        worker = start_worker(settings, stack.root, RULES)
-        return asyncio.run(measure(settings, stack.root))
-    finally:
-        if worker is not None:
-            worker.stop()
-        stack.stop()
-        shutil.rmtree(stack.root, ignore_errors=True)
+    with running_service("bench-exp.", 10, RULES) as (settings, root):
+        return asyncio.run(measure(settings, root))
 
 
 def main() -> None:

@@ -19,6 +19,8 @@ import asyncio
 import os
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from engine.actors.scripted import ScriptedActor, ScriptedListModel, ScriptedRules
@@ -73,26 +75,33 @@ async def measure(settings: Settings) -> tuple[list[SessionResult], float]:
         return results, time.perf_counter() - started
 
 
-def run_measured() -> tuple[list[SessionResult], float]:
+@contextmanager
+def running_service(prefix: str, fetch_max_wait_ms: int, judge_rules: str = RULES) -> Iterator[tuple[Settings, Path]]:
+    """A private embedded stack, migrated, its topics created and one worker ready; torn down afterwards."""
     stack = start_stack()
     worker = None
     try:
-        settings = Settings(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix=PREFIX,
-                            fetch_max_wait_ms=int(os.environ.get("DRIFT_FETCH_MAX_WAIT_MS", "10")))  # fmt: skip
+        settings = Settings(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix=prefix,
+                            fetch_max_wait_ms=fetch_max_wait_ms)  # fmt: skip
 
         async def prepare() -> None:
-            async with await Store.connect(settings.database_url) as store:
+            async with await Store.connect(stack.database.url) as store:
                 await store.migrate()
             await create_topics(settings)
 
         asyncio.run(prepare())
-        worker = start_worker(settings, stack.root)
-        return asyncio.run(measure(settings))
+        worker = start_worker(settings, stack.root, judge_rules)
+        yield settings, stack.root
     finally:
         if worker is not None:
             worker.stop()
         stack.stop()
         shutil.rmtree(stack.root, ignore_errors=True)
+
+
+def run_measured() -> tuple[list[SessionResult], float]:
+    with running_service(PREFIX, int(os.environ.get("DRIFT_FETCH_MAX_WAIT_MS", "10"))) as (settings, _):
+        return asyncio.run(measure(settings))
 
 
 def main() -> None:
