@@ -112,8 +112,8 @@ class TimedSimulation(Simulation):
 
     phase_s: dict[str, float]
 
-    async def run_session(self, plan: SessionPlan, arm: str) -> SessionResult:
-        result = await super().run_session(plan, arm)
+    async def run_session(self, plan: SessionPlan, arm: str, *, configure: bool = True) -> SessionResult:
+        result = await super().run_session(plan, arm, configure=configure)
         self.phase_s[result.run_id] = result.wall_s
         return result
 

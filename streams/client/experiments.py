@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from typing import Any
 from engine.actors.base import Actor, ActRequest, ActResult
 from engine.errors import DriftError
 from engine.experiments.budget import Budget, CallEstimate
-from engine.experiments.metrics import MetricSets, SessionInput, SessionScores, score_session
+from engine.experiments.metrics import MetricSets, SessionInput, SessionScores, prepare_evidence, score_session
 from engine.judges.base import Judge
 from engine.llm.base import Completion, CompletionRequest, TextModel
 from engine.models import ZERO_USAGE, TokenUsage
@@ -35,6 +36,8 @@ from engine.simulation.plan import SessionPlan
 from streams.client.simulate import ARMS, Service, SessionResult, Simulation
 from streams.store.experiments import ExperimentStore, SessionRecord
 from streams.wire.payloads import Directives, Message, Verdict
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -141,6 +144,10 @@ class ExperimentRun:
     #: set (by a first Ctrl-C) to launch no further session; running ones finish and are stored
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
+    def __post_init__(self) -> None:
+        if self.sim.on_consolidating is None:  # the scoring evidence is prepared while the rapporteur speaks
+            self.sim.on_consolidating = self._prepare
+
     def cost(self, meter: Meter) -> float | None:
         parts = [self.prices.cost(self.sim.actor.name, meter.actor), self.prices.cost(self.judge.name, meter.judge),
                  self.prices.cost(self.judge.name, meter.gate)]  # fmt: skip
@@ -155,6 +162,8 @@ class ExperimentRun:
         queue = [(p, arm) for p in plans for arm in ARMS if (arm, p.key) not in done]
         progress.skipped = progress.done = len(plans) * len(ARMS) - len(queue)
         progress.on_change(progress)
+        # every session's agents configured at once, up front: no session waits for its configuration
+        await asyncio.gather(*(self.sim.configure(plan, arm) for plan, arm in queue))
         slots, tasks = asyncio.Semaphore(self.concurrency), []
         for plan, arm in queue:
             await slots.acquire()
@@ -181,7 +190,7 @@ class ExperimentRun:
         meter = Meter()
         _METER.set(meter)
         started = time.perf_counter()
-        result = await self.sim.run_session(plan, arm)
+        result = await self.sim.run_session(plan, arm, configure=False)
         scores: SessionScores | None = None
         error = result.error
         if error is None:
@@ -207,6 +216,16 @@ class ExperimentRun:
         else:
             progress.failed += 1
         progress.on_change(progress)
+
+    async def _prepare(self, result: SessionResult) -> None:
+        """While the rapporteur consolidates: the agents' fluency evidence, in a thread (the event loop keeps
+        serving the other sessions). Best effort: scoring computes whatever this did not."""
+        agents = {a.agent_id: (a.persona_id, self.sim.personas[a.persona_id]) for a in result.agents.values()}
+        session = SessionInput(result.run_id, "", self.sim.scenario.channel, tuple(result.events), agents, None)
+        try:
+            await asyncio.to_thread(prepare_evidence, self.sets, session)
+        except Exception:  # a bug here must not cost the session: its scoring recomputes the evidence
+            log.exception("preparing the scoring evidence of %s failed", result.run_id)
 
 
 def _session_input(sim: Simulation, plan: SessionPlan, result: SessionResult) -> SessionInput:

@@ -2,7 +2,9 @@
 
 Changes reach the cache two ways, so ``drift config set`` takes effect within 2 s without a restart:
 records on the ``agent-config`` topic (immediate) and a poll of ``updated_at`` every second (covers
-partitions this worker does not own and missed records). Unknown agents are registered on first sight.
+partitions this worker does not own and missed records). Unknown agents are registered on first sight; the
+default row a registration (or a sink storing an agent's first message) creates is not a change and never
+replaces a configuration announced on the topic.
 
 A worker's cache starts *unloaded* (``wait_for_store=True``): it hands out nothing the gate may decide on until
 :meth:`ConfigCache.load` has read every stored configuration, so an agent known to the store never gets the
@@ -33,6 +35,7 @@ class ConfigCache:
         self._configs: dict[str, AgentConfig] = {}
         self._names: dict[str, str | None] = {}
         self._pending_registration: dict[str, str | None] = {}
+        self._announced: set[str] = set()  # agents whose configuration came on the topic (see apply)
         self._newest: datetime | None = None
         self._loaded = asyncio.Event()
         if not wait_for_store:
@@ -65,7 +68,10 @@ class ConfigCache:
         return self._configs.get(agent_id)
 
     def apply(self, agent_id: str, config: AgentConfig) -> None:
+        """A configuration announced on the ``agent-config`` topic. A default row the store gains later for the
+        agent (registered on first sight by this cache or by a sink) does not replace it; a stored change does."""
         self._configs[agent_id] = config
+        self._announced.add(agent_id)
 
     def note_agent(self, agent_id: str, agent_name: str | None) -> None:
         if agent_id not in self._configs:
@@ -100,6 +106,9 @@ class ConfigCache:
             log.warning("configuration refresh failed (the last known configurations stay in use): %s", exc)
             return 0
         for agent_id, config in changed:
+            if agent_id in self._announced and config == self._default:
+                continue  # a placeholder row (a registration, a sink's parent row), not a change: keep the topic's
+            self._announced.discard(agent_id)
             self._configs[agent_id] = config
         return len(changed)
 
