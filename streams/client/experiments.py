@@ -177,8 +177,9 @@ class ExperimentRun:
                 progress.stopped_by_budget = True
                 break
             self.budget.reserve(key, self.estimate_cost(arm), estimate.tokens)
-            task = asyncio.create_task(self._one(plan, arm, progress), context=contextvars.copy_context())
-            task.add_done_callback(lambda _t: slots.release())
+            slot = _Slot(slots)
+            task = asyncio.create_task(self._one(plan, arm, progress, slot), context=contextvars.copy_context())
+            task.add_done_callback(slot.on_done)
             tasks.append(task)
         await asyncio.gather(*tasks)
         complete = not (progress.stopped_by_budget or progress.interrupted or progress.failed)
@@ -186,7 +187,7 @@ class ExperimentRun:
         await self.store.finish(self.experiment_id, status)
         return status
 
-    async def _one(self, plan: SessionPlan, arm: str, progress: Progress) -> None:
+    async def _one(self, plan: SessionPlan, arm: str, progress: Progress, slot: _Slot | None = None) -> None:
         meter = Meter()
         _METER.set(meter)
         started = time.perf_counter()
@@ -211,6 +212,8 @@ class ExperimentRun:
             extracted = len(result.extracted) if result.extracted is not None else None
             record = SessionRecord(arm, plan.key, result.run_id, f"g{plan.group}", extracted, None, meter.calls,
                                    usage, cost, time.perf_counter() - started)  # fmt: skip
+            if slot is not None:
+                slot.release()  # the next session starts while this one is written
             await self.store.save_session(self.experiment_id, record, scores)
             progress.done += 1
         else:
@@ -226,6 +229,21 @@ class ExperimentRun:
             await asyncio.to_thread(prepare_evidence, self.sets, session)
         except Exception:  # a bug here must not cost the session: its scoring recomputes the evidence
             log.exception("preparing the scoring evidence of %s failed", result.run_id)
+
+
+class _Slot:
+    """One session's concurrency slot, released once: when its scores are ready to store, or when it ends."""
+
+    def __init__(self, slots: asyncio.Semaphore) -> None:
+        self._slots: asyncio.Semaphore | None = slots
+
+    def release(self) -> None:
+        if self._slots is not None:
+            self._slots.release()
+            self._slots = None
+
+    def on_done(self, _task: asyncio.Task[None]) -> None:
+        self.release()
 
 
 def _session_input(sim: Simulation, plan: SessionPlan, result: SessionResult) -> SessionInput:
