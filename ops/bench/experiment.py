@@ -93,14 +93,14 @@ class ClockedService(MeteredService):
         self.intervals = intervals
 
     async def step(self, *, run_id: str, step: int, agent_ids: list[str], channel: str | None = None) -> Directives:
-        directives = await self.inner.step(run_id=run_id, step=step, agent_ids=agent_ids, channel=channel)
+        directives = await super().step(run_id=run_id, step=step, agent_ids=agent_ids, channel=channel)
         if directives.latency_ms >= LATENCY_S * 900:  # the interventions asked the judge during this step
             now = time.perf_counter()
             self.intervals[run_id].append((now - directives.latency_ms / 1000.0, now))
         return directives
 
     async def check(self, *, agent_id: str, text: str, **fields: Any) -> Verdict:
-        verdict = await self.inner.check(agent_id=agent_id, text=text, **fields)
+        verdict = await super().check(agent_id=agent_id, text=text, **fields)  # metered: the gate's calls count
         if verdict.scores:
             now = time.perf_counter()
             self.intervals[_run_of(agent_id)].append((now - verdict.latency_ms / 1000.0, now))
