@@ -143,6 +143,7 @@ class ExperimentRun:
     strategy: JudgeStrategy = JudgeStrategy.INDIVIDUAL
     #: set (by a first Ctrl-C) to launch no further session; running ones finish and are stored
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _unconfigured: set[tuple[str, str]] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.sim.on_consolidating is None:  # the scoring evidence is prepared while the rapporteur speaks
@@ -162,8 +163,10 @@ class ExperimentRun:
         queue = [(p, arm) for p in plans for arm in ARMS if (arm, p.key) not in done]
         progress.skipped = progress.done = len(plans) * len(ARMS) - len(queue)
         progress.on_change(progress)
-        # every session's agents configured at once, up front: no session waits for its configuration
-        await asyncio.gather(*(self.sim.configure(plan, arm) for plan, arm in queue))
+        # every session's agents configured at once, up front: no session waits for its configuration (one whose
+        # configuration failed tries again when it starts, and fails there like any session)
+        configured = await asyncio.gather(*(self._configure(plan, arm) for plan, arm in queue))
+        self._unconfigured = {(arm, plan.key) for (plan, arm), ok in zip(queue, configured, strict=True) if not ok}
         slots, tasks = asyncio.Semaphore(self.concurrency), []
         for plan, arm in queue:
             await slots.acquire()
@@ -187,11 +190,18 @@ class ExperimentRun:
         await self.store.finish(self.experiment_id, status)
         return status
 
+    async def _configure(self, plan: SessionPlan, arm: str) -> bool:
+        try:
+            await self.sim.configure(plan, arm)
+        except (DriftError, TimeoutError):
+            return False
+        return True
+
     async def _one(self, plan: SessionPlan, arm: str, progress: Progress, slot: _Slot | None = None) -> None:
         meter = Meter()
         _METER.set(meter)
         started = time.perf_counter()
-        result = await self.sim.run_session(plan, arm, configure=False)
+        result = await self.sim.run_session(plan, arm, configure=(arm, plan.key) in self._unconfigured)
         scores: SessionScores | None = None
         error = result.error
         if error is None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from engine.actors.scripted import ScriptedActor, ScriptedListModel, ScriptedRules
-from engine.errors import JudgeError
+from engine.errors import JudgeError, ReplyTimeout
 from engine.experiments.budget import Budget, estimate_session, scale_plans
 from engine.experiments.metrics import SessionScores, metric_sets
 from engine.judges.base import JudgeRequest, JudgeResult
@@ -178,3 +178,27 @@ async def test_the_fluency_evidence_is_ready_before_the_session_is_scored() -> N
     # the rapporteur, whose own messages gained the consolidation
     assert (info.misses, info.hits) == (agents + 1, agents - 1)
     assert len(store.sessions) == 1
+
+
+class FlakyConfigService(RecordingService):
+    """The first configuration of each agent fails (the broker away for a moment)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused: set[str] = set()
+
+    async def publish_config(self, agent_id: str, config: dict[str, Any]) -> None:
+        if agent_id not in self.refused:
+            self.refused.add(agent_id)
+            raise ReplyTimeout(f"no ack for {agent_id}")
+        await super().publish_config(agent_id, config)
+
+
+async def test_a_session_whose_configuration_failed_up_front_configures_when_it_starts() -> None:
+    service = FlakyConfigService()
+    store = MemoryStore()
+    runner, plans = _runner(store, PricedJudge(), Budget())
+    runner.sim.service = MeteredService(service)
+    assert await runner.run(plans, Progress(total=2 * len(plans))) == "completed"
+    assert len(store.sessions) == 2 * len(plans)
+    assert len(service.configs) == sum(len(p.agent_ids) for p in plans) * 2  # every agent configured, late
