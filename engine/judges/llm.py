@@ -5,8 +5,13 @@ turns and returns the reply text with its token usage. It raises :class:`Transie
 worth retrying (rate limits, overload, 5xx, connection errors) and :class:`~engine.errors.JudgeError` for
 the rest. Everything else is decided here, once:
 
-* the whole evaluation (waiting for a concurrency slot, every retry, the repair and double-check turns) runs
-  under one deadline; passing it raises :class:`~engine.errors.JudgeTimeout`;
+* at most ``policy.concurrency`` evaluations run at once;
+* the whole evaluation (every retry, the repair and double-check turns) runs under one deadline, which starts
+  once the evaluation holds its slot (time queued for a slot never burns it); passing it raises
+  :class:`~engine.errors.JudgeTimeout`;
+* a policy without a cap or a deadline (``None``) leaves them to the caller: a worker's
+  :class:`engine.judges.budget.JudgeBudget` applies both to every judge it hosts, so each is applied once per
+  call path and the judge only retries;
 * transient failures are retried with jittered exponential backoff (honouring ``retry-after`` up to the
   backoff cap) at most ``max_attempts`` times per turn;
 * an answer that fails strict parsing gets one repair turn (the bad reply goes back as the assistant turn,
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -58,20 +64,28 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class CallPolicy:
-    """Deadline (seconds, whole evaluation), concurrency cap and retry schedule of an LLM judge."""
+    """Deadline (seconds, whole evaluation), concurrency cap and retry schedule of an LLM judge or text model;
+    a ``None`` deadline or cap is the caller's to apply."""
 
-    deadline_s: float = 5.0
-    concurrency: int = 64
+    deadline_s: float | None = 5.0
+    concurrency: int | None = 64
     max_attempts: int = 6
     backoff_base_s: float = 0.05
     backoff_max_s: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.deadline_s <= 0 or self.concurrency < 1 or self.max_attempts < 1:
+        bad_deadline = self.deadline_s is not None and self.deadline_s <= 0
+        if bad_deadline or (self.concurrency is not None and self.concurrency < 1) or self.max_attempts < 1:
             raise JudgeError(
-                "a judge needs deadline_s > 0, concurrency >= 1 and max_attempts >= 1, got "
+                "a judge needs deadline_s > 0, concurrency >= 1 (or None for both) and max_attempts >= 1, got "
                 f"{self.deadline_s}, {self.concurrency} and {self.max_attempts}"
             )
+
+    def slots(self) -> contextlib.AbstractAsyncContextManager[object]:
+        """What a call holds while it runs: a slot of a semaphore of ``concurrency``, or nothing when uncapped."""
+        if self.concurrency is None:
+            return contextlib.nullcontext()
+        return asyncio.Semaphore(self.concurrency)
 
 
 @dataclass
@@ -92,7 +106,7 @@ class LlmJudge(abc.ABC):
     def __init__(self, name: str, policy: CallPolicy, *, rng: random.Random | None = None) -> None:
         self._name = name
         self._policy = policy
-        self._slots = asyncio.Semaphore(policy.concurrency)
+        self._slots = policy.slots()
         self._rng = rng or random.Random()
 
     @property
@@ -125,9 +139,8 @@ class LlmJudge(abc.ABC):
         tally = _Tally()
         started = time.perf_counter()
         try:
-            async with asyncio.timeout(self._policy.deadline_s):
-                async with self._slots:
-                    answers = await self._answer(request, prompt, tally)
+            async with self._slots, asyncio.timeout(self._policy.deadline_s):
+                answers = await self._answer(request, prompt, tally)
         except TimeoutError:
             raise JudgeTimeout(f"{self._name}: no answer within {self._policy.deadline_s:g} s") from None
         return JudgeResult(

@@ -2,8 +2,9 @@
 
 :class:`PolicedTextModel` is the base of the provider text models (:mod:`engine.llm.anthropic`,
 :mod:`engine.llm.openai_compat`). It reuses :class:`engine.judges.llm.CallPolicy` and its failure classes, so
-an actor or a population generator behaves like a judge under provider faults: the whole completion (waiting
-for a slot, every retry) runs under ``policy.deadline_s`` (:class:`~engine.errors.JudgeTimeout` past it);
+an actor or a population generator behaves like a judge under provider faults: the whole completion (every
+retry; the deadline starts once the completion holds a slot) runs under ``policy.deadline_s``
+(:class:`~engine.errors.JudgeTimeout` past it);
 :class:`~engine.judges.llm.TransientCallError` (429, 5xx, overload, connection errors, malformed bodies) is
 retried with jittered exponential backoff honouring ``retry-after``; other failures raise
 :class:`~engine.errors.JudgeError` at once. ``calls`` and ``usage`` count completed calls only.
@@ -31,7 +32,7 @@ class PolicedTextModel(abc.ABC):
     def __init__(self, name: str, policy: CallPolicy, *, rng: random.Random | None = None) -> None:
         self._name = name
         self._policy = policy
-        self._slots = asyncio.Semaphore(policy.concurrency)
+        self._slots = policy.slots()
         self._rng = rng or random.Random()
         self.calls = 0
         self.usage = TokenUsage()
@@ -58,9 +59,8 @@ class PolicedTextModel(abc.ABC):
     async def complete(self, request: CompletionRequest) -> Completion:
         started = time.perf_counter()
         try:
-            async with asyncio.timeout(self._policy.deadline_s):
-                async with self._slots:
-                    text, usage = await self._with_retries(request)
+            async with self._slots, asyncio.timeout(self._policy.deadline_s):
+                text, usage = await self._with_retries(request)
         except TimeoutError:
             raise JudgeTimeout(f"{self._name}: no answer within {self._policy.deadline_s:g} s") from None
         return Completion(text, self._name, usage, (time.perf_counter() - started) * 1000.0)
