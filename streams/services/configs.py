@@ -4,10 +4,12 @@ Changes reach the cache two ways, so ``drift config set`` takes effect within 2 
 records on the ``agent-config`` topic (immediate) and a poll of ``updated_at`` every second (covers
 partitions this worker does not own and missed records). Unknown agents are registered on first sight.
 
-A worker's cache starts *unloaded* (``wait_for_store=True``): it hands out nothing the gate may decide on until
-:meth:`ConfigCache.load` has read every stored configuration, so an agent known to the store never gets the
-defaults (the gate awaits :meth:`ConfigCache.wait_loaded` before its first decision). After that, a failed
-refresh keeps the last known configurations.
+The cache holds no store: the worker passes its store to :meth:`ConfigCache.load` and
+:meth:`ConfigCache.refresh` once the database is open. A worker's cache starts *unloaded*
+(``wait_for_store=True``): it hands out nothing the gate may decide on until :meth:`ConfigCache.load` has read
+every stored configuration, so an agent known to the store never gets the defaults (the gate awaits
+:meth:`ConfigCache.wait_loaded` before its first decision). After that, a failed refresh keeps the last known
+configurations.
 """
 
 from __future__ import annotations
@@ -25,10 +27,7 @@ log = logging.getLogger(__name__)
 
 
 class ConfigCache:
-    def __init__(
-        self, store: Store | None, *, default: AgentConfig | None = None, wait_for_store: bool = False
-    ) -> None:
-        self._store = store
+    def __init__(self, *, default: AgentConfig | None = None, wait_for_store: bool = False) -> None:
         self._default = default or AgentConfig()
         self._configs: dict[str, AgentConfig] = {}
         self._names: dict[str, str | None] = {}
@@ -45,10 +44,6 @@ class ConfigCache:
 
     async def wait_loaded(self) -> None:
         await self._loaded.wait()
-
-    def attach(self, store: Store) -> None:
-        """Use ``store`` from now on (the worker connects to the database after the cache is built)."""
-        self._store = store
 
     def get(self, agent_id: str, agent_name: str | None = None) -> AgentConfig:
         """The agent's configuration; the defaults for an agent the store does not know (registered on the next
@@ -71,12 +66,10 @@ class ConfigCache:
         if agent_id not in self._configs:
             self.get(agent_id, agent_name)
 
-    async def load(self) -> int:
-        """Read every stored configuration (errors propagate: the caller retries) and mark the cache loaded.
-        Defaults handed out before (to agents only seen so far) are replaced by what the store holds."""
-        if self._store is None:
-            raise RuntimeError("ConfigCache.load needs a store (attach one first)")
-        changed, newest = await self._store.configs_changed_since(None)
+    async def load(self, store: Store) -> int:
+        """Read every stored configuration of ``store`` (errors propagate: the caller retries) and mark the cache
+        loaded. Defaults handed out before (to agents only seen so far) are replaced by what the store holds."""
+        changed, newest = await store.configs_changed_since(None)
         for agent_id, config in changed:
             self._configs[agent_id] = config
         self._newest = newest
@@ -84,15 +77,15 @@ class ConfigCache:
         log.info("%d agent configuration(s) loaded", len(changed))
         return len(changed)
 
-    async def refresh(self) -> int:
-        """Register newly seen agents and pull configurations changed since the last refresh."""
-        if self._store is None or not self._loaded.is_set():
+    async def refresh(self, store: Store) -> int:
+        """Register newly seen agents in ``store`` and pull configurations changed since the last refresh."""
+        if not self._loaded.is_set():
             return 0
         pending, self._pending_registration = self._pending_registration, {}
         try:
             if pending:
-                await self._store.ensure_agents(pending.items())
-            changed, self._newest = await self._store.configs_changed_since(self._newest)
+                await store.ensure_agents(pending.items())
+            changed, self._newest = await store.configs_changed_since(self._newest)
         except Exception as exc:  # the database away (any driver error of it): keep the cached configuration
             if not isinstance(exc, DriftError) and classify(exc) is None:
                 raise  # a bug in our code surfaces instead of hiding behind stale configurations
@@ -102,8 +95,3 @@ class ConfigCache:
         for agent_id, config in changed:
             self._configs[agent_id] = config
         return len(changed)
-
-    async def run_forever(self, interval_s: float = 1.0) -> None:
-        while True:
-            await self.refresh()
-            await asyncio.sleep(interval_s)

@@ -29,13 +29,11 @@ class GoneStore:
      asyncpg.exceptions.AdminShutdownError("terminating connection"), FileNotFoundError(2, "socket")],
 )  # fmt: skip
 async def test_a_refresh_while_the_database_is_away_keeps_the_cache(error: Exception) -> None:
-    cache = ConfigCache(None)
-    cache.attach(GoneStore(error))  # type: ignore[arg-type]
-    assert await cache.refresh() == 0
+    cache = ConfigCache()
+    assert await cache.refresh(GoneStore(error)) == 0  # type: ignore[arg-type]
 
 
 async def test_a_bug_still_surfaces() -> None:
-    cache = ConfigCache(None)
-    cache.attach(GoneStore(KeyError("bug")))  # type: ignore[arg-type]
+    cache = ConfigCache()
     with pytest.raises(KeyError):
-        await cache.refresh()
+        await cache.refresh(GoneStore(KeyError("bug")))  # type: ignore[arg-type]
