@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import logging
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -76,11 +77,22 @@ def lru_touch(buffers: OrderedDict[K, V], key: K, make: Callable[[], V], cap: in
     return buffer
 
 
-class _AgentEvents(deque[_Stored]):
-    """An agent's bounded recent events plus the set of their message ids, for an O(1) duplicate check."""
+class _Events(deque[_Stored]):
+    """A bounded buffer of events and the time of its newest one (epoch seconds, for idle eviction)."""
 
     def __init__(self, maxlen: int) -> None:
         super().__init__(maxlen=maxlen)
+        self.newest = 0.0
+
+    def stamp(self, at: float) -> None:
+        self.newest = max(self.newest, at)
+
+
+class _AgentEvents(_Events):
+    """An agent's bounded recent events plus the set of their message ids, for an O(1) duplicate check."""
+
+    def __init__(self, maxlen: int) -> None:
+        super().__init__(maxlen)
         self.ids: set[str] = set()
 
     def add(self, stored: _Stored) -> None:
@@ -102,7 +114,7 @@ class HistoryView:
         self.agent_kept, self.channel_kept = agent_kept, channel_kept
         self.max_agents, self.max_channels = max_agents, max_channels
         self._agents: OrderedDict[str, _AgentEvents] = OrderedDict()
-        self._channels: OrderedDict[tuple[str | None, str], deque[_Stored]] = OrderedDict()
+        self._channels: OrderedDict[tuple[str | None, str], _Events] = OrderedDict()
         self._seq = 0
 
     def apply(self, message: Message) -> bool:
@@ -118,12 +130,31 @@ class HistoryView:
         self._seq += 1
         stored = _Stored(self._seq, message_id, run_id, event)
         own.add(stored)
+        now = time.time()
+        at = min(event.ts.timestamp(), now) if event.ts is not None else now  # a clock ahead counts as now
+        own.stamp(at)
         if event.channel is not None:
             key = (run_id, event.channel)
-            shared = lru_touch(self._channels, key, lambda: deque(maxlen=self.channel_kept), self.max_channels)
+            shared = lru_touch(self._channels, key, lambda: _Events(self.channel_kept), self.max_channels)
+            shared.stamp(at)
             if not _broadcast_copy(shared, stored.event):
                 shared.append(stored)
         return True
+
+    def drop_idle(self, before: float) -> int:
+        """Forget the agents and channels whose newest event is older than ``before`` (epoch seconds; events are
+        dated by their ``ts``, so a replay of old messages does not bring idle agents back). Returns how many
+        agents were forgotten."""
+        agents = [a for a, events in self._agents.items() if events.newest < before]
+        for agent_id in agents:
+            del self._agents[agent_id]
+        for key in [k for k, events in self._channels.items() if events.newest < before]:
+            del self._channels[key]
+        return len(agents)
+
+    def agents(self) -> set[str]:
+        """The agents with events in the view."""
+        return set(self._agents)
 
     def history(self, agent_id: str, run_id: str) -> list[Event]:
         """The agent's own events of ``run_id`` (and of no run), oldest first."""

@@ -8,18 +8,28 @@ writes of one key in a batch cost one record, as a compacted changelog would kee
 output producer, and returns the delivery futures, so the caller can ack the source events only once their
 state changes are durable. Faust still owns the table: it creates the changelog topic and restores the store
 from it on start-up and on every rebalance. Keys and values are JSON, as Faust's ``json`` codec writes.
+
+Expiry: the table remembers when and for which partition each key was last written (oldest first), so
+:meth:`DirectTable.expire` drops the keys not written for a while and :meth:`DirectTable.evict` drops one key,
+each with a *tombstone* (a null-value changelog record) when this worker owns the key's partition, so a
+restore does not bring the entry back; a key of a partition it does not own (a standby copy) is only dropped
+from memory, since its owner writes the tombstone. Keys restored from the changelog were never written here:
+:meth:`DirectTable.adopt` dates them at the time it is called.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, MutableMapping
 from typing import Any
 
 import orjson
 
 from engine.errors import ConfigurationError
+from streams.runtime.eviction import Clock
 from streams.runtime.faust_private import table_store_url
 
 Send = Callable[[str, bytes, bytes | None, int | None], Awaitable[asyncio.Future[Any]]]
@@ -33,13 +43,15 @@ class DirectTable(MutableMapping[str, Any]):
     or lose state silently.
     """
 
-    def __init__(self, table: Any, send: Send) -> None:
+    def __init__(self, table: Any, send: Send, clock: Clock = time.monotonic) -> None:
         url = table_store_url(table)
         if not url.startswith("memory:"):
             raise ConfigurationError(f"table {table.name!r}: direct writes need a memory:// store, not {url}")
         self._table = table
         self._send = send
-        self._dirty: dict[str, int] = {}  # key -> changelog partition
+        self._clock = clock
+        self._written: OrderedDict[str, tuple[float, int]] = OrderedDict()  # key -> (written at, partition)
+        self._dirty: dict[str, int | tuple[int, ...]] = {}  # key -> changelog partition(s)
         self._in_flight: dict[str, asyncio.Future[Any]] = {}  # key -> delivery of its latest record
 
     @property
@@ -78,8 +90,11 @@ class DirectTable(MutableMapping[str, Any]):
             raise RuntimeError("a table write needs the source record's partition (write through table.at(p))")
         if value is None:
             self._store.pop(key, None)
+            self._written.pop(key, None)
         else:
             self._store[key] = value
+            self._written[key] = (self._clock(), partition)
+            self._written.move_to_end(key)
         self._dirty[key] = partition
 
     def __setitem__(self, key: str, value: Any) -> None:
@@ -98,15 +113,55 @@ class DirectTable(MutableMapping[str, Any]):
         deliveries: list[asyncio.Future[Any]] = []
         for key in wanted:
             partition = self._dirty.pop(key, None)
-            if partition is not None:
+            for each in (partition,) if isinstance(partition, int) else partition or ():
                 value = self._store.get(key)
                 record = None if value is None else orjson.dumps(value)
-                future = await (send or self._send)(self.topic, orjson.dumps(key), record, partition)
+                future = await (send or self._send)(self.topic, orjson.dumps(key), record, each)
                 self._in_flight[key] = future
                 future.add_done_callback(functools.partial(self._settled, key))
             if (in_flight := self._in_flight.get(key)) is not None:
                 deliveries.append(in_flight)
         return deliveries
+
+    def evict(self, key: str, owned: Collection[int]) -> bool:
+        """Drop ``key``, with a tombstone for the next flush on its partition when that is one of ``owned`` (the
+        partitions this worker is active for), else from memory only. A key restored from the changelog has no
+        known partition: its tombstone goes to every owned partition (a no-op record where the key never was).
+        True when the key was there."""
+        written = self._written.pop(key, None)
+        return self._drop(key, -1 if written is None else written[1], owned)
+
+    def expire(self, ttl_s: float, owned: Collection[int]) -> list[str]:
+        """Evict the keys not written (or adopted) for more than ``ttl_s``, oldest first; returns them."""
+        cutoff = self._clock() - ttl_s
+        expired: list[str] = []
+        while self._written:
+            key, (written_at, partition) = next(iter(self._written.items()))
+            if written_at >= cutoff:
+                break
+            del self._written[key]
+            if self._drop(key, partition, owned):
+                expired.append(key)
+        return expired
+
+    def _drop(self, key: str, partition: int, owned: Collection[int]) -> bool:
+        if self._store.pop(key, None) is None:
+            return False
+        if partition < 0:  # restored: partition unknown
+            if owned:
+                self._dirty[key] = tuple(sorted(owned))
+        elif partition in owned:
+            self._dirty[key] = partition
+        return True
+
+    def adopt(self) -> int:
+        """Date now the keys in memory this worker never wrote (restored from the changelog); returns how many."""
+        now, adopted = self._clock(), 0
+        for key in self._store:
+            if key not in self._written:
+                self._written[key] = (now, -1)
+                adopted += 1
+        return adopted
 
     def _settled(self, key: str, done: asyncio.Future[Any]) -> None:
         if self._in_flight.get(key) is done:

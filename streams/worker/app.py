@@ -22,6 +22,7 @@ from streams.runtime.tables import DirectTable
 from streams.services.configs import ConfigCache
 from streams.services.context import Runtime
 from streams.services.evaluations import install_evaluations
+from streams.services.eviction import install_eviction
 from streams.services.gate import GateDeps
 from streams.services.sinks import run_sinks
 from streams.services.stats import GateStats, TimedJudge
@@ -52,11 +53,12 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     deps.recent = DirectTable(recent_table, rt.send)
     deps.pending = DirectTable(pending_table, rt.send)
     deps.verdicts = DirectTable(verdicts_table, rt.send)
-    _install_state(app, rt, partitions)
+    gate = _install_state(app, rt, partitions)
     _install_sinks(app, rt)
     install_evaluations(app, rt)
     steps = install_steps(app, rt)
     deps.view, deps.feed = steps.view, steps.feed  # the gate judges with the conversation the steps service sees
+    install_eviction(app, rt, gate.dispatcher.busy)  # idle agents and abandoned retries leave memory
     _install_lifecycle(app, rt, configs)
     _install_config_page(app, configs)
     return app, rt
@@ -68,8 +70,9 @@ async def _unset_sender(
     raise RuntimeError("sender used before the runtime was built")
 
 
-def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
-    """The fast lanes (drafts into the gate, committed messages into its state) and the agent-config agent."""
+def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> GateLane:
+    """The fast lanes (drafts into the gate, committed messages into its state) and the agent-config agent;
+    returns the gate's lane."""
     topics = Topics(rt.settings.topic_prefix)
     for topic in (topics.drafts, topics.messages):
         app.topics.add(raw_topic(app, topic))  # subscribed by Faust's group, co-partitioned with the tables
@@ -94,6 +97,8 @@ def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
                 rt.deps.configs.apply(*config_change(event.value))
             except (PayloadError, ValueError) as exc:
                 await rt.dead_letter(event, f"invalid agent-config record: {exc}")
+
+    return gate
 
 
 def config_change(raw: bytes | None) -> tuple[str, AgentConfig]:
@@ -154,6 +159,8 @@ def _install_config_page(app: DriftApp, configs: ConfigCache) -> None:
     async def config_page(web: Any, request: Any, agent_id: str) -> Any:
         """The configuration this worker gates ``agent_id`` with (404 before it has one): what ``drift config
         set`` changed is visible here once the worker applied it."""
+        if configs.loaded:
+            await configs.ensure([agent_id])  # an agent not in memory: its stored configuration
         config = configs.known(agent_id)
         if config is None or not configs.loaded:
             return web.json({"agent_id": agent_id, "config": None}, status=404)

@@ -17,11 +17,12 @@ CHECKED = AgentConfig(gate_adherence_enabled=True)
 
 
 class FakeStore:
-    """``configs_changed_since`` of the store: the stored rows, or an error while ``down``."""
+    """The configuration queries of the store: the stored rows, or an error while ``down``."""
 
     def __init__(self, rows: dict[str, AgentConfig]) -> None:
         self.rows, self.down = rows, False
         self.registered: list[tuple[str, str | None]] = []
+        self.asked: list[str] = []
         self.stamp = datetime(2026, 1, 1, tzinfo=UTC)
 
     async def configs_changed_since(self, since: datetime | None) -> tuple[list[tuple[str, AgentConfig]], Any]:
@@ -34,6 +35,17 @@ class FakeStore:
             raise ConnectionResetError("database went away")
         self.registered.extend(agents)
 
+    async def configs_of(self, agent_ids: Any) -> dict[str, AgentConfig]:
+        if self.down:
+            raise ConnectionResetError("database went away")
+        self.asked.extend(agent_ids)
+        return {a: self.rows[a] for a in agent_ids if a in self.rows}
+
+    async def configs_newest(self) -> Any:
+        if self.down:
+            raise ConnectionResetError("database went away")
+        return self.stamp
+
 
 async def test_a_waiting_cache_is_not_loaded_until_the_store_is_read() -> None:
     cache = ConfigCache(None, wait_for_store=True)
@@ -41,8 +53,9 @@ async def test_a_waiting_cache_is_not_loaded_until_the_store_is_read() -> None:
     await asyncio.sleep(0)
     assert not cache.loaded and not waiter.done()
     cache.attach(FakeStore({"jim": CHECKED}))  # type: ignore[arg-type]
-    assert await cache.load() == 1
+    assert await cache.load() == 0  # nobody seen yet: nothing read (configurations are read on first sight)
     await asyncio.wait_for(waiter, 1)
+    await cache.ensure(["jim"])
     assert cache.loaded and cache.get("jim") == CHECKED
 
 
@@ -60,6 +73,7 @@ async def test_a_failed_refresh_keeps_the_last_known_configurations() -> None:
     store = FakeStore({"jim": CHECKED})
     cache = ConfigCache(store, wait_for_store=True)  # type: ignore[arg-type]
     await cache.load()
+    await cache.ensure(["jim", "newcomer"])
     cache.get("newcomer")
     store.down = True
     assert await cache.refresh() == 0

@@ -21,6 +21,9 @@ class GoneStore:
     async def configs_changed_since(self, since: Any) -> Any:
         raise self.error
 
+    async def configs_of(self, agent_ids: Any) -> Any:
+        raise self.error
+
 
 @pytest.mark.parametrize(
     "error",
@@ -39,3 +42,18 @@ async def test_a_bug_still_surfaces() -> None:
     cache.attach(GoneStore(KeyError("bug")))  # type: ignore[arg-type]
     with pytest.raises(KeyError):
         await cache.refresh()
+
+
+@pytest.mark.parametrize("error", [asyncpg.exceptions.CannotConnectNowError("shutting down"), OSError("socket")])
+async def test_agents_whose_stored_config_cannot_be_read_get_the_defaults_until_a_refresh(error: Exception) -> None:
+    cache = ConfigCache(None)
+    cache.attach(GoneStore(error))  # type: ignore[arg-type]
+    await cache.ensure(["returning"])  # the read fails: logged, not raised (the gate goes on)
+    assert cache.known("returning") is None
+
+
+async def test_a_bug_in_the_first_sight_read_still_surfaces() -> None:
+    cache = ConfigCache(None)
+    cache.attach(GoneStore(KeyError("bug")))  # type: ignore[arg-type]
+    with pytest.raises(KeyError):
+        await cache.ensure(["returning"])
