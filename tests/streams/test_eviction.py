@@ -142,7 +142,7 @@ def remember(ev: Evictor, agent_id: str, clock: Clock) -> None:
 
 
 async def test_an_idle_agent_is_dropped_everywhere_with_a_tombstone_and_comes_back_with_its_stored_config() -> None:
-    clock, sent = Clock(), []
+    clock, sent = Clock(), Sent()
     ev, _ = evictor(clock, sent, agent_idle_ttl_s=20.0)
     await ev.configs.ensure(["jim", "pam"])
     for agent_id in ("jim", "pam"):
@@ -168,7 +168,7 @@ async def test_an_idle_agent_is_dropped_everywhere_with_a_tombstone_and_comes_ba
 
 
 async def test_an_agent_with_drafts_in_flight_is_never_evicted() -> None:
-    clock, sent = Clock(), []
+    clock, sent = Clock(), Sent()
     ev, busy = evictor(clock, sent, agent_idle_ttl_s=20.0)
     remember(ev, "kevin", clock)
     busy.add("kevin")  # a slow judge call: queued longer than the TTL
@@ -180,7 +180,7 @@ async def test_an_agent_with_drafts_in_flight_is_never_evicted() -> None:
 
 
 async def test_restored_recent_entries_count_as_seen_at_the_first_sweep_then_expire() -> None:
-    clock, sent = Clock(), []
+    clock, sent = Clock(), Sent()
     ev, _ = evictor(clock, sent, agent_idle_ttl_s=20.0)
     ev.recent.local["dwight"] = [{"id": "d1", "text": "beets", "n": 1}]  # restored from the changelog
     ev.sweep()
@@ -190,7 +190,7 @@ async def test_restored_recent_entries_count_as_seen_at_the_first_sweep_then_exp
 
 
 async def test_pending_attempts_and_verdict_records_expire_after_the_pending_ttl() -> None:
-    clock, sent = Clock(), []
+    clock, sent = Clock(), Sent()
     ev, _ = evictor(clock, sent, pending_ttl_s=60.0)
     ev.pending.at(0)["d1"] = [{"attempt": 1, "text": "first", "total_score": 3.0}]
     ev.verdicts.at(0)["d1"] = {"1": {"verdict": {}, "at": "2026-01-01T00:00:00Z"}}
