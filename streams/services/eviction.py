@@ -12,7 +12,8 @@ Every :func:`sweep interval <sweep_interval>` the :class:`Evictor`:
 - sends the tombstones (null-value changelog records) of what it dropped from a table, for the partitions
   this worker is active for, so a restore does not bring the entries back (a standby copy is only dropped
   from memory: its owner writes the tombstone);
-- updates the gauges ``agents_in_memory`` and ``pending_attempts`` in :attr:`GateStats.state`.
+- and serves the gauges ``agents_in_memory`` and ``pending_attempts`` (probes of :class:`GateStats`, read at
+  each scrape).
 
 Entries restored from a changelog were never seen by this worker: they count as seen at the first sweep after
 the restore, so they go one TTL later unless their agent shows up.
@@ -82,6 +83,10 @@ class Evictor:
     stats: GateStats
     wall_clock: Clock = time.time
 
+    def __post_init__(self) -> None:
+        self.stats.probes["agents_in_memory"] = self.agents_in_memory
+        self.stats.probes["pending_attempts"] = self.pending_attempts
+
     def sweep(self) -> Swept:
         """Drop what is past its TTL (no I/O; the caller flushes the tombstones) and update the gauges."""
         swept = Swept()
@@ -104,16 +109,14 @@ class Evictor:
             expired = table.expire(self.settings.pending_ttl_s, owned)
             if expired:
                 swept.tables[role] = expired
-        self.update_gauges()
         return swept
 
     def agents_in_memory(self) -> int:
         """Distinct agents with any state in this worker (configuration, recent messages, history)."""
         return len(set(self.configs.activity) | set(self.recent.local) | self.view.agents())
 
-    def update_gauges(self) -> None:
-        self.stats.state["agents_in_memory"] = self.agents_in_memory()
-        self.stats.state["pending_attempts"] = len(self.pending.local)
+    def pending_attempts(self) -> int:
+        return len(self.pending.local)
 
 
 async def sweep_and_flush(evictor: Evictor, flush: Callable[..., Any]) -> Swept:
@@ -140,7 +143,6 @@ def install_eviction(app: DriftApp, rt: Runtime, busy: Callable[[str], bool]) ->
 
     evictor = Evictor(rt.settings, deps.configs, deps.view, deps.recent, deps.pending, deps.verdicts, busy, owned,
                       deps.stats)  # fmt: skip
-    evictor.update_gauges()
 
     @app.timer(sweep_interval(rt.settings))  # type: ignore[untyped-decorator]
     async def evict_idle() -> None:

@@ -319,8 +319,9 @@ def remember_verdict(verdicts: MutableMapping[str, Any], draft: Draft, record: d
     """Keep this attempt's verdict record (the verdict and its timestamp: the correction log and the committed
     message follow from them and the draft) under its draft id.
 
-    Only the worker's memory is bounded (the oldest draft ids beyond :data:`VERDICTS_KEPT` are dropped from
-    it, not from the changelog): a redelivery replays offsets not yet committed, always among the newest."""
+    Records expire after ``DRIFT_PENDING_TTL_S`` with a tombstone (:mod:`streams.services.eviction`); memory is
+    also capped (the oldest draft ids beyond :data:`VERDICTS_KEPT` are dropped from it, not from the changelog):
+    a redelivery replays offsets not yet committed, always among the newest."""
     attempts = dict(verdicts.get(draft.draft_id) or {})
     attempts[str(draft.attempt)] = record
     verdicts[draft.draft_id] = attempts

@@ -157,14 +157,15 @@ async def test_an_idle_agent_is_dropped_everywhere_with_a_tombstone_and_comes_ba
     swept = await sweep_and_flush(ev, ev.recent.flush)
     assert swept.agents == ["jim"] and ev.configs.known("jim") is None and "jim" not in ev.recent
     assert ("app-recent-messages-changelog", b'"jim"', None, 1) in sent  # a restore does not bring it back
-    assert ev.stats.state["agents_in_memory"] == 1  # pam (jim's history view entry is older than the TTL too)
+    assert ev.agents_in_memory() == 1  # pam (jim's history view entry is older than the TTL too)
     assert "jim" not in ev.view.agents()
 
     await ev.configs.ensure(["jim"])  # jim returns: the stored configuration, not the defaults
     assert ev.configs.get("jim") == CHECKED and ev.recent.get("jim") is None  # and an empty window
     clock.now += 100
+    assert ev.agents_in_memory() == 2 and "drift_agents_in_memory 2.0" in render_prometheus(ev.stats)  # jim, pam
     ev.sweep()
-    assert ev.stats.state["agents_in_memory"] == 0 and "agents_in_memory 0.0" in render_prometheus(ev.stats)
+    assert ev.agents_in_memory() == 0 and "drift_agents_in_memory 0.0" in render_prometheus(ev.stats)
 
 
 async def test_an_agent_with_drafts_in_flight_is_never_evicted() -> None:
@@ -184,9 +185,9 @@ async def test_restored_recent_entries_count_as_seen_at_the_first_sweep_then_exp
     ev, _ = evictor(clock, sent, agent_idle_ttl_s=20.0)
     ev.recent.local["dwight"] = [{"id": "d1", "text": "beets", "n": 1}]  # restored from the changelog
     ev.sweep()
-    assert ev.stats.state["agents_in_memory"] == 1
+    assert ev.agents_in_memory() == 1
     clock.now += 21
-    assert ev.sweep().agents == ["dwight"] and ev.stats.state["agents_in_memory"] == 0
+    assert ev.sweep().agents == ["dwight"] and ev.agents_in_memory() == 0
 
 
 async def test_pending_attempts_and_verdict_records_expire_after_the_pending_ttl() -> None:
@@ -197,12 +198,12 @@ async def test_pending_attempts_and_verdict_records_expire_after_the_pending_ttl
     clock.now += 30
     ev.pending.at(0)["d2"] = [{"attempt": 1, "text": "other", "total_score": 3.0}]
     ev.sweep()
-    assert ev.stats.state["pending_attempts"] == 2
+    assert ev.pending_attempts() == 2
     clock.now += 31
     sent.clear()
     swept = await sweep_and_flush(ev, ev.pending.flush)
     assert swept.tables == {"pending": ["d1"], "verdicts": ["d1"]}
-    assert ev.stats.state["pending_attempts"] == 1 and "d1" not in ev.verdicts
+    assert ev.pending_attempts() == 1 and "d1" not in ev.verdicts
     assert (b'"d1"', None, 0) in [(k, v, p) for _, k, v, p in sent]
 
     late = Draft(draft_id="d1", agent_id="jim", text="third try", attempt=3)
