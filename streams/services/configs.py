@@ -101,13 +101,18 @@ class ConfigCache:
                 self._configs[agent_id] = config
                 self.activity.touch(agent_id)
 
+    async def lookup(self, agent_id: str) -> AgentConfig | None:
+        """The configuration the gate would use for ``agent_id`` now: the one held, else the stored one (read
+        without keeping it: a lookup is not activity); None when neither exists."""
+        held = self._configs.get(agent_id)
+        if held is not None or self._store is None or not self._loaded.is_set():
+            return held
+        return (await self._store.configs_of([agent_id])).get(agent_id)
+
     def drop(self, agent_id: str) -> None:
         """Forget ``agent_id`` (idle eviction): its configuration is read from the store again on return."""
         self._configs.pop(agent_id, None)
         self.activity.forget(agent_id)
-
-    def __len__(self) -> int:
-        return len(self._configs)
 
     def known(self, agent_id: str) -> AgentConfig | None:
         """The configuration this worker holds for ``agent_id``, or None (read-only: registers nothing)."""

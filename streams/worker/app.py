@@ -159,9 +159,7 @@ def _install_config_page(app: DriftApp, configs: ConfigCache) -> None:
     async def config_page(web: Any, request: Any, agent_id: str) -> Any:
         """The configuration this worker gates ``agent_id`` with (404 before it has one): what ``drift config
         set`` changed is visible here once the worker applied it."""
-        if configs.loaded:
-            await configs.ensure([agent_id])  # an agent not in memory: its stored configuration
-        config = configs.known(agent_id)
+        config = await configs.lookup(agent_id)  # an agent not in memory: its stored configuration
         if config is None or not configs.loaded:
             return web.json({"agent_id": agent_id, "config": None}, status=404)
         return web.json({"agent_id": agent_id, "config": config.model_dump(mode="json")})

@@ -234,3 +234,11 @@ def test_a_verdict_payload_with_unknown_earlier_attempts_validates() -> None:
     body = {"draft_id": "d", "attempt": 3, "agent_id": "a", "decision": "commit", "outcome": "passed", "text": "t"}
     verdict = Verdict.model_validate_json(orjson.dumps({**body, "unknown_earlier_attempts": 2}))
     assert verdict.unknown_earlier_attempts == 2
+
+
+async def test_a_configuration_lookup_reads_the_store_without_holding_the_agent() -> None:
+    clock, sent = Clock(), Sent()
+    ev, _ = evictor(clock, sent)
+    assert await ev.configs.lookup("jim") == CHECKED  # what /configs/jim shows for an evicted or unseen agent
+    assert ev.configs.known("jim") is None and ev.agents_in_memory() == 0
+    assert await ev.configs.lookup("nobody") is None
