@@ -119,6 +119,11 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         "—",
         None,
     ),
+    "memory_agents_held_after_wave1": (
+        "agents still in memory when wave 1 is done (fewer than the wave when it lasts longer than the TTL)",
+        "—",
+        None,
+    ),
     "memory_rss_wave1_mb": ("worker RSS after wave 1 of new agents, one draft each (MB)", "—", None),
     "memory_rss_wave2_mb": ("the same after wave 2, started once wave 1's agents were evicted (TTL 20 s)", "—", None),
     "memory_wave2_vs_wave1": (

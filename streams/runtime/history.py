@@ -105,14 +105,17 @@ class _AgentEvents(_Events):
 class HistoryView:
     """Recent committed events in arrival order, per agent and per (run, channel); events without a run id
     belong to every run. A message id seen again for its agent is ignored (at-least-once delivery); a stimulus
-    broadcast to several recipients of a channel appears once in the channel's trajectory."""
+    broadcast to several recipients of a channel appears once in the channel's trajectory. With ``max_age_s``,
+    an event dated (``ts``) more than that long ago is not recorded: a replay of old history (a worker starting)
+    does not fill the view with agents the idle eviction would drop anyway."""
 
     def __init__(
         self, *, agent_kept: int = AGENT_KEPT, channel_kept: int = CHANNEL_KEPT,
-        max_agents: int = MAX_AGENTS, max_channels: int = MAX_CHANNELS,
+        max_agents: int = MAX_AGENTS, max_channels: int = MAX_CHANNELS, max_age_s: float | None = None,
     ) -> None:  # fmt: skip
         self.agent_kept, self.channel_kept = agent_kept, channel_kept
         self.max_agents, self.max_channels = max_agents, max_channels
+        self.max_age_s = max_age_s
         self._agents: OrderedDict[str, _AgentEvents] = OrderedDict()
         self._channels: OrderedDict[tuple[str | None, str], _Events] = OrderedDict()
         self._seq = 0
@@ -123,15 +126,18 @@ class HistoryView:
 
     def record(self, message_id: str, run_id: str | None, event: Event) -> bool:
         """Record one committed event (the gate records its commits at once: read-your-writes on this worker;
-        the feed brings the same message again later and it is ignored). False when already recorded."""
+        the feed brings the same message again later and it is ignored). False when already recorded or too
+        old (see ``max_age_s``)."""
+        now = time.time()
+        at = min(event.ts.timestamp(), now) if event.ts is not None else now  # a clock ahead counts as now
+        if self.max_age_s is not None and at < now - self.max_age_s:
+            return False
         own = lru_touch(self._agents, event.agent_id, lambda: _AgentEvents(self.agent_kept), self.max_agents)
         if message_id in own.ids:
             return False
         self._seq += 1
         stored = _Stored(self._seq, message_id, run_id, event)
         own.add(stored)
-        now = time.time()
-        at = min(event.ts.timestamp(), now) if event.ts is not None else now  # a clock ahead counts as now
         own.stamp(at)
         if event.channel is not None:
             key = (run_id, event.channel)

@@ -169,7 +169,7 @@ def _handler(rt: Runtime, processor: StepProcessor) -> Callable[[tuple[Any, Step
 def install_steps(app: DriftApp, rt: Runtime) -> StepProcessor:
     """Add the history feed and the step agent to the gate ``app`` of runtime ``rt``; returns the processor."""
     settings, deps = rt.settings, rt.deps
-    feed = HistoryFeed(settings, HistoryView())
+    feed = HistoryFeed(settings, HistoryView(max_age_s=settings.agent_idle_ttl_s))  # older: evicted anyway
     processor = StepProcessor(settings, deps.judge, deps.configs, deps.library, feed.view, feed,
                               CustomInterventions(load_custom(settings.propositions_dir)), deps.stats)  # fmt: skip
     dispatcher: KeyedDispatcher[tuple[Any, Step, float]] = KeyedDispatcher(_handler(rt, processor))

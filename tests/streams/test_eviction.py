@@ -5,6 +5,7 @@ Time is a fake clock: nothing here sleeps."""
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -242,3 +243,11 @@ async def test_a_configuration_lookup_reads_the_store_without_holding_the_agent(
     assert await ev.configs.lookup("jim") == CHECKED  # what /configs/jim shows for an evicted or unseen agent
     assert ev.configs.known("jim") is None and ev.agents_in_memory() == 0
     assert await ev.configs.lookup("nobody") is None
+
+
+def test_a_history_view_with_a_max_age_does_not_record_a_replay_of_old_events() -> None:
+    view = HistoryView(max_age_s=60.0)
+    old = datetime.fromtimestamp(time.time() - 3600, UTC)
+    assert not view.record("m1", None, Event("jim", "Jim", "an hour ago", ts=old))
+    assert view.record("m2", None, Event("pam", "Pam", "just now", ts=datetime.now(UTC)))
+    assert view.agents() == {"pam"}
