@@ -2,11 +2,13 @@
 than the idle TTL.
 
 A private stack (Tansu + PostgreSQL in a temp dir) and one ``drift worker`` (offline judge, sinks inside the
-worker, ``DRIFT_AGENT_IDLE_TTL_S`` = ``DRIFT_PENDING_TTL_S`` = ``--ttl``). Each wave sends one draft from each of
-``--agents`` new agent ids (default configuration: decided inline and committed, so every agent gets a configuration, a
-``recent-messages`` entry, a history-view entry, a correction log and a message) and waits until the worker has
-judged them all and the sinks have caught up (``/stats``, ``/metrics``). Between the waves it waits until
-``drift_agents_in_memory`` is back to 0 (more than the TTL of silence).
+worker, ``DRIFT_AGENT_IDLE_TTL_S`` = ``DRIFT_PENDING_TTL_S`` = ``--ttl``, ``DRIFT_EVAL_WINDOW_S`` = half of it: the
+windowed message counts expire after two windows, before the idle TTL, as they do with the defaults). Each wave
+sends one draft from each of ``--agents`` new agent ids (default configuration: decided inline and committed, so
+every agent gets a configuration, a ``recent-messages`` entry, a history-view entry, a verdict record, a
+correction log and a message) and waits until the worker has judged them all and the sinks have caught up
+(``/stats``, ``/metrics``). Between the waves it waits until ``drift_agents_in_memory`` is back to 0 (more than
+the TTL of silence).
 
 Reported: the worker's RSS at rest (after a warm-up wave of 200 agents), after wave 1 and after wave 2; KB per
 active agent = (after wave 1 − at rest) ÷ agents; wave 2 ÷ wave 1 (the target: within 10 %). Then the same on
@@ -153,6 +155,7 @@ def run(agents: int, ttl_s: float, evicting: bool = True) -> dict[str, float]:
                "DRIFT_WEB_PORT": str(free_port())}  # fmt: skip
         for name in ("DRIFT_AGENT_IDLE_TTL_S", "DRIFT_PENDING_TTL_S"):
             env[name] = str(ttl_s if evicting else MAX_TTL_S)
+        env["DRIFT_EVAL_WINDOW_S"] = str(ttl_s / 2)  # counts expire with 2 windows: before the TTL, as by default
         worker = WorkerProcess.for_prefix(env, stack.root / "worker.log", "--prefix", PREFIX, "--judge", "offline")
         worker.start(60.0)
         return asyncio.run(measure(settings, worker, agents, ttl_s, evicting))
