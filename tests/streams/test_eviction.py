@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+import pytest
 
 from engine.models import AgentConfig, Event
 from engine.settings import Settings
@@ -251,3 +252,13 @@ def test_a_history_view_with_a_max_age_does_not_record_a_replay_of_old_events() 
     assert not view.record("m1", None, Event("jim", "Jim", "an hour ago", ts=old))
     assert view.record("m2", None, Event("pam", "Pam", "just now", ts=datetime.now(UTC)))
     assert view.agents() == {"pam"}
+
+
+def test_the_output_partition_memo_does_not_grow_with_every_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    from streams.runtime import output
+
+    monkeypatch.setattr(output, "PARTITION_MEMO", 100)
+    out = output.Output(Settings())
+    chosen = [out._choose("verdicts", f"agent-{i}".encode(), {0, 1, 2}) for i in range(1000)]
+    assert len(out._partitions) <= 100  # it held one entry per agent and topic, forever
+    assert chosen == [out._choose("verdicts", f"agent-{i}".encode(), {0, 1, 2}) for i in range(1000)]
