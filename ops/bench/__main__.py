@@ -131,6 +131,7 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         "≤ 1.10",
         lambda r: r["memory_wave2_vs_wave1"] <= 1.10,
     ),
+    "memory_wave2_vs_wave1_no_eviction": ("the same with a worker that never evicts (TTLs of a year)", "—", None),
 }
 
 
