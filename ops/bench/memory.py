@@ -178,7 +178,9 @@ def main(argv: list[str] | None = None) -> None:
     if not args.no_baseline:
         before = run(args.agents, args.ttl, evicting=False)
         out["memory_wave2_vs_wave1_no_eviction"] = before["memory_wave2_vs_wave1"]
+        out["memory_rss_wave1_no_eviction_mb"] = before["memory_rss_wave1_mb"]
         out["memory_rss_wave2_no_eviction_mb"] = before["memory_rss_wave2_mb"]
+        out["memory_kb_per_agent_no_eviction"] = before["memory_kb_per_agent"]  # every agent of the wave held
     for key, value in out.items():
         print(f"  {key:<26}{value:>10.2f}")
     held = "ok" if out["memory_wave2_vs_wave1"] <= 1.10 else "MISSED"
