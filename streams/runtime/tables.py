@@ -11,10 +11,10 @@ from it on start-up and on every rebalance. Keys and values are JSON, as Faust's
 
 Expiry: the table remembers when and for which partition each key was last written (oldest first), so
 :meth:`DirectTable.expire` drops the keys not written for a while and :meth:`DirectTable.evict` drops one key,
-each with a *tombstone* (a null-value changelog record) when this worker owns the key's partition, so a
-restore does not bring the entry back; a key of a partition it does not own (a standby copy) is only dropped
-from memory, since its owner writes the tombstone. Keys restored from the changelog were never written here:
-:meth:`DirectTable.adopt` dates them at the time it is called.
+each with a *tombstone* (a null-value changelog record) on the key's partition when this worker owns it, so a
+restore does not bring the entry back; a key of a partition it does not own (a standby copy) stays, since its
+owner writes the tombstone and Faust applies it to the copy. Keys restored from the changelog are dated when
+they are restored (the table watches Faust's ``apply_changelog_batch``, which also tells their partition).
 """
 
 from __future__ import annotations
@@ -51,8 +51,37 @@ class DirectTable(MutableMapping[str, Any]):
         self._send = send
         self._clock = clock
         self._written: OrderedDict[str, tuple[float, int]] = OrderedDict()  # key -> (written at, partition)
+        self._watch_restore(table)
         self._dirty: dict[str, int | tuple[int, ...]] = {}  # key -> changelog partition(s)
         self._in_flight: dict[str, asyncio.Future[Any]] = {}  # key -> delivery of its latest record
+
+    def _watch_restore(self, table: Any) -> None:
+        """Learn each restored key's partition: Faust applies changelog records (on start-up, on a rebalance, as
+        a standby) through the table's public ``apply_changelog_batch``, wrapped here."""
+        apply = table.apply_changelog_batch
+
+        def apply_changelog_batch(batch: Iterable[Any]) -> None:
+            events = list(batch)
+            apply(events)
+            self._restored(events)
+
+        table.apply_changelog_batch = apply_changelog_batch
+
+    def _restored(self, events: list[Any]) -> None:
+        now = self._clock()
+        for event in events:
+            message = event.message
+            try:
+                key = orjson.loads(message.key)
+            except (orjson.JSONDecodeError, TypeError):
+                continue
+            if not isinstance(key, str):
+                continue
+            if key not in self._store:  # a tombstone
+                self._written.pop(key, None)
+                continue
+            self._written[key] = (now, message.partition)  # restored: dated now
+            self._written.move_to_end(key)
 
     @property
     def _store(self) -> Any:
@@ -124,10 +153,11 @@ class DirectTable(MutableMapping[str, Any]):
         return deliveries
 
     def evict(self, key: str, owned: Collection[int]) -> bool:
-        """Drop ``key``, with a tombstone for the next flush on its partition when that is one of ``owned`` (the
-        partitions this worker is active for), else from memory only. A key restored from the changelog has no
-        known partition: its tombstone goes to every owned partition (a no-op record where the key never was).
-        True when the key was there."""
+        """Drop ``key`` with a tombstone for the next flush on its partition when that is one of ``owned`` (the
+        partitions this worker is active for). A key of another partition is a standby copy: it stays (dated
+        now), for its owner's tombstone removes it. A key whose partition is unknown (not written nor restored
+        through this table) is dropped with a tombstone on every owned partition (a no-op record where the key
+        never was). True when the key was dropped."""
         written = self._written.pop(key, None)
         return self._drop(key, -1 if written is None else written[1], owned)
 
@@ -145,12 +175,16 @@ class DirectTable(MutableMapping[str, Any]):
         return expired
 
     def _drop(self, key: str, partition: int, owned: Collection[int]) -> bool:
-        if self._store.pop(key, None) is None:
+        if key not in self._store:
             return False
-        if partition < 0:  # restored: partition unknown
+        if partition >= 0 and partition not in owned:  # a standby copy: its owner's tombstone removes it
+            self._written[key] = (self._clock(), partition)
+            return False
+        del self._store[key]
+        if partition < 0:  # partition unknown
             if owned:
                 self._dirty[key] = tuple(sorted(owned))
-        elif partition in owned:
+        else:
             self._dirty[key] = partition
         return True
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -83,36 +84,56 @@ def test_last_seen_returns_only_the_keys_idle_beyond_the_ttl_oldest_first() -> N
     assert seen.idle(15.0) == ["c", "a"] and len(seen) == 0
 
 
+def changelog(*records: tuple[str, Any, int]) -> list[Any]:
+    """Changelog events as Faust hands them to ``apply_changelog_batch`` (key, value or None, partition)."""
+    return [SimpleNamespace(message=SimpleNamespace(key=orjson.dumps(k), value=None if v is None else orjson.dumps(v),
+                                                    partition=p)) for k, v, p in records]  # fmt: skip
+
+
 async def test_expired_table_entries_get_a_tombstone_on_their_owned_partition_only() -> None:
     sent: Sent = []
     clock = Clock()
     pending = table(sent, clock, "pending-attempts")
     pending.at(0)["old-owned"] = [{"attempt": 1}]
-    pending.at(2)["old-standby"] = [{"attempt": 1}]
+    pending._table.apply_changelog_batch(changelog(("old-standby", [{"attempt": 1}], 2)))  # a standby copy
     await pending.flush()
     clock.now += 50
     pending.at(1)["fresh"] = [{"attempt": 1}]
     await pending.flush()
     sent.clear()
 
-    assert pending.expire(40.0, owned={0, 1}) == ["old-owned", "old-standby"]
+    assert pending.expire(40.0, owned={0, 1}) == ["old-owned"]
     await pending.flush()
-    assert sent == [("app-recent-messages-changelog", b'"old-owned"', None, 0)]  # the owner of 2 writes its own
-    assert "old-standby" not in pending and list(pending.local) == ["fresh"]
+    assert sent == [("app-recent-messages-changelog", b'"old-owned"', None, 0)]
+    assert "old-standby" in pending  # its owner (of partition 2) writes the tombstone ...
+    pending._table.apply_changelog_batch(changelog(("old-standby", None, 2)))
+    assert list(pending.local) == ["fresh"]  # ... and Faust applies it to the copy
 
 
-async def test_a_restored_entry_is_dated_at_adoption_and_its_tombstone_covers_every_owned_partition() -> None:
+async def test_a_restored_entry_is_dated_at_its_restore_and_tombstoned_on_its_own_partition() -> None:
     sent: Sent = []
     clock = Clock()
     recent = table(sent, clock)
-    recent.local["restored"] = [{"id": "m1"}]  # Faust restored it from the changelog: partition unknown
-    assert recent.adopt() == 1 and recent.adopt() == 0
+    clock.now += 100
+    recent._table.apply_changelog_batch(changelog(("dwight", [{"id": "m1"}], 2), ("gone", None, 1)))
     clock.now += 5
-    assert recent.expire(10.0, owned={0, 2}) == []  # dated at adoption, not at the epoch
+    assert recent.expire(10.0, owned={0, 2}) == []  # dated at the restore, not at the epoch
     clock.now += 10
-    assert recent.expire(10.0, owned={0, 2}) == ["restored"]
+    assert recent.expire(10.0, owned={0, 2}) == ["dwight"]
     await recent.flush()
-    assert [(key, value, p) for _, key, value, p in sent] == [(b'"restored"', None, 0), (b'"restored"', None, 2)]
+    assert [(key, value, p) for _, key, value, p in sent] == [(b'"dwight"', None, 2)]
+
+
+async def test_an_entry_of_unknown_partition_is_tombstoned_on_every_owned_partition() -> None:
+    sent: Sent = []
+    clock = Clock()
+    recent = table(sent, clock)
+    recent.local["stray"] = [{"id": "m1"}]  # in the store by a way the table did not see
+    assert recent.adopt() == 1 and recent.adopt() == 0
+    clock.now += 11
+    assert recent.expire(10.0, owned={0, 2}) == ["stray"]
+    await recent.flush()
+    assert [(key, value, p) for _, key, value, p in sent] == [(b'"stray"', None, 0), (b'"stray"', None, 2)]
 
 
 def evictor(clock: Clock, sent: Sent, **settings: float) -> tuple[Evictor, set[str]]:
