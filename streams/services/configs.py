@@ -119,11 +119,11 @@ class ConfigCache:
         return self._configs.get(agent_id)
 
     def apply(self, agent_id: str, config: AgentConfig) -> None:
-        """A changed configuration: kept for an agent in memory (or being read); any other agent's is read from
-        the store when it shows up (a cache without a store keeps every one: nothing else would tell it)."""
-        held = agent_id in self._configs or agent_id in self._fetching
-        if held or self._store is None or not self._loaded.is_set():
-            self._configs[agent_id] = config
+        """An ``agent-config`` record: kept, and the agent counts as seen (a configuration published only on the
+        topic, as the simulation runner does for its session agents, exists nowhere else; it goes with the agent
+        when the agent is evicted)."""
+        self._configs[agent_id] = config
+        self.activity.touch(agent_id)
 
     def note_agent(self, agent_id: str, agent_name: str | None) -> None:
         """A committed message of ``agent_id``: it is active; an agent not in memory is registered (its

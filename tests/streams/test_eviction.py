@@ -283,3 +283,15 @@ def test_the_output_partition_memo_does_not_grow_with_every_agent(monkeypatch: p
     chosen = [out._choose("verdicts", f"agent-{i}".encode(), {0, 1, 2}) for i in range(1000)]
     assert len(out._partitions) <= 100  # it held one entry per agent and topic, forever
     assert chosen == [out._choose("verdicts", f"agent-{i}".encode(), {0, 1, 2}) for i in range(1000)]
+
+
+async def test_a_configuration_published_on_the_topic_only_is_kept_and_goes_with_the_agent() -> None:
+    clock, sent = Clock(), Sent()
+    ev, _ = evictor(clock, sent, agent_idle_ttl_s=20.0)
+    session = AgentConfig(gate_fluency_enabled=True)
+    ev.configs.apply("run1.jim", session)  # the simulation runner publishes it before the agent's first draft
+    clock.now += 10
+    await ev.configs.ensure(["run1.jim"])
+    assert ev.configs.get("run1.jim") == session and ev.agents_in_memory() == 1
+    clock.now += 21
+    assert ev.sweep().agents == ["run1.jim"] and ev.configs.known("run1.jim") is None
