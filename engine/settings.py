@@ -88,6 +88,8 @@ class Settings:
     eval_threshold: int = 50
     eval_cron: str = "0 3 * * *"
     eval_deadline_s: float = 900.0
+    restore_window_s: float = 900.0  # a table restore reads this much changelog tail (0: all of it); see docs
+    restore_checkpoint_s: float = 10.0  # how often a worker records its changelog end offsets (restore index)
     kafka_security_protocol: str = "PLAINTEXT"
     kafka_sasl_mechanism: str | None = None
     kafka_sasl_username: str | None = None

@@ -14,6 +14,7 @@ import faust
 
 from engine.errors import ConfigurationError, PayloadError
 from engine.settings import Settings
+from streams.runtime.restore import RestorePlan, register_store
 from streams.runtime.transport import FastLane, credentials, transport_class
 from streams.wire.topics import app_id
 
@@ -29,10 +30,13 @@ class DriftApp(faust.App):
     settings: Settings | None = None
     runtime: Closing | None = None  # closed when the app stops (the worker's shared objects)
     fast_lanes: dict[str, FastLane] | None = None  # topic -> batch handler, see streams.runtime.transport
+    restore: RestorePlan | None = None  # bounded table restores, see streams.runtime.restore
 
     async def on_stop(self) -> None:
         if self.runtime is not None:
             await self.runtime.close()
+        if self.restore is not None:
+            await self.restore.close()
         await super().on_stop()
 
     def _new_transport(self) -> Any:
@@ -48,7 +52,7 @@ def faust_app(settings: Settings, partitions: int) -> DriftApp:
         app_id(settings),
         broker=f"kafka://{settings.broker}",
         broker_credentials=credentials(settings),
-        store="memory://",
+        store=register_store(),  # Faust's memory store with bounded restores (streams.runtime.restore)
         datadir=str(faust_dir / "{conf.name}"),
         autodiscover=False,
         topic_partitions=partitions,

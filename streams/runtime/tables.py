@@ -21,6 +21,7 @@ import orjson
 
 from engine.errors import ConfigurationError
 from streams.runtime.faust_private import table_store_url
+from streams.runtime.restore import STORE_SCHEME
 
 Send = Callable[[str, bytes, bytes | None, int | None], Awaitable[asyncio.Future[Any]]]
 
@@ -35,10 +36,11 @@ class DirectTable(MutableMapping[str, Any]):
 
     def __init__(self, table: Any, send: Send) -> None:
         url = table_store_url(table)
-        if not url.startswith("memory:"):
+        if not url.startswith(("memory:", f"{STORE_SCHEME}:")):
             raise ConfigurationError(f"table {table.name!r}: direct writes need a memory:// store, not {url}")
         self._table = table
         self._send = send
+        self._note = getattr(self._store, "note_partition", None)  # streams.runtime.restore.RestoreStore
         self._dirty: dict[str, int] = {}  # key -> changelog partition
         self._in_flight: dict[str, asyncio.Future[Any]] = {}  # key -> delivery of its latest record
 
@@ -80,6 +82,8 @@ class DirectTable(MutableMapping[str, Any]):
             self._store.pop(key, None)
         else:
             self._store[key] = value
+        if self._note is not None:  # the store drops the keys of partitions this worker no longer owns
+            self._note(key, None if value is None else partition)
         self._dirty[key] = partition
 
     def __setitem__(self, key: str, value: Any) -> None:

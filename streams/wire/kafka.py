@@ -12,7 +12,7 @@ from aiokafka.helpers import create_ssl_context
 
 from engine.errors import ConfigurationError, ServiceError
 from engine.settings import Settings
-from streams.wire.topics import all_topics
+from streams.wire.topics import all_topics, topic_configs
 
 TOPIC_EXISTS = 36
 
@@ -55,7 +55,7 @@ def consumer_kwargs(settings: Settings) -> dict[str, Any]:
 
 
 async def create_topics(settings: Settings, *, partitions: int = 3, timeout_s: float = 15.0) -> list[str]:
-    """Create every topic of the protocol and the tables' changelogs; return the names created now."""
+    """Create every topic of the protocol and the tables' changelogs (compacted); return the names created now."""
     admin = AIOKafkaAdminClient(**client_kwargs(settings))
     await start_with_retry(admin, settings.broker, timeout_s)
     try:
@@ -63,7 +63,10 @@ async def create_topics(settings: Settings, *, partitions: int = 3, timeout_s: f
         wanted = [name for name in all_topics(settings) if name not in existing]
         if not wanted:
             return []
-        response = await admin.create_topics([NewTopic(name, partitions, 1) for name in wanted])
+        configs = topic_configs(settings)  # changelogs are compacted (see streams.wire.topics.topic_configs)
+        response = await admin.create_topics(
+            [NewTopic(name, partitions, 1, topic_configs=configs.get(name, {})) for name in wanted]
+        )
         failed = [
             f"{topic}: {message or code}"
             for topic, code, message in response.topic_errors

@@ -31,6 +31,7 @@ from streams.wire.payloads import AgentConfigChange, decode
 from streams.wire.topics import Topics
 from streams.worker.lanes import COUNT_FLUSH_S, GateLane, StateLane
 from streams.worker.metrics import CONTENT_TYPE, exposition, metrics_registry
+from streams.worker.restoring import install_restore
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple
     deps = GateDeps(settings, limited, library, configs, _unset_sender, {}, {}, stats=stats)
     rt = Runtime(app, settings, deps)
     app.runtime = rt
+    install_restore(app, rt, partitions)  # table restores bounded by live state (streams.runtime.restore)
     deps.send = rt.send
     deps.recent = DirectTable(recent_table, rt.send)
     deps.pending = DirectTable(pending_table, rt.send)
