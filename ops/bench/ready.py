@@ -1,0 +1,144 @@
+"""A joining worker's ready time after 0, 100k and 500k drafts of history, on the embedded broker.
+
+For each history size a private stack (Tansu + PostgreSQL) and a first ``drift worker`` (offline judge,
+similarity on for 200 agents, sinks inside) judge that many drafts; once the newest restore checkpoint of every
+changelog partition is older than the restore window (the history lies before it), a second worker joins and
+its time from process start to its ``ready`` line is measured — bounded restore (the default) and, beside it,
+the whole-changelog replay (``DRIFT_RESTORE_WINDOW_S=0``, what Faust did before) for comparison.
+
+The restore window is shortened to 20 s here so the run need not wait the default 15 minutes; the mechanism
+is the same (:mod:`streams.runtime.restore`).
+
+Run from the repository root: ``.venv/bin/python -m ops.bench.ready [--history 0,100000,500000]``. Merges
+``ready_after_<n>_s``, ``ready_full_replay_after_<n>_s`` and ``ready_<n>_vs_fresh`` into ``results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import time
+from typing import Any
+
+import orjson
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from engine.settings import Settings
+from ops.bench.common import RESULTS_PATH, machine_info, merge_results
+from ops.bench.gate import AGENTS, _configure, _consume_count, _produce, _worker, draft_text
+from streams.embedded import EmbeddedStack, WorkerProcess, start_stack
+from streams.store import Store
+from streams.wire.kafka import create_topics
+from streams.wire.topics import changelog_topics
+
+WINDOW_S = 20.0
+CHECKPOINT_S = 1.0
+CHUNK = 20_000
+JOINS = 2  # joins per mode and history size (the median is kept)
+
+
+def _env(window_s: float) -> dict[str, str]:
+    return {"DRIFT_RESTORE_WINDOW_S": str(window_s), "DRIFT_RESTORE_CHECKPOINT_S": str(CHECKPOINT_S)}
+
+
+async def make_history(stack: EmbeddedStack, settings: Settings, n: int) -> None:
+    """``n`` drafts of 200 agents, judged by the first worker (already running)."""
+    agents = [f"agent-{i}" for i in range(AGENTS)]
+    for start in range(0, n, CHUNK):
+        drafts = [
+            (agents[i % AGENTS].encode(),
+             orjson.dumps({"draft_id": f"d{i}", "agent_id": agents[i % AGENTS], "text": draft_text(i)}))
+            for i in range(start, min(n, start + CHUNK))
+        ]  # fmt: skip
+        await _produce(settings.broker, settings.topic("drafts"), drafts)
+    if n:
+        arrivals = await _consume_count(settings.broker, settings.topic("verdicts"), n, timeout_s=max(300, n / 200))
+        if len(arrivals) < n:
+            raise RuntimeError(f"only {len(arrivals)} of {n} verdicts arrived")
+
+
+async def history_behind_window(settings: Settings, timeout_s: float = 180.0) -> None:
+    """Wait until each changelog partition's newest checkpoint older than the window is at its end offset."""
+    topics = list(changelog_topics(settings))
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.broker, enable_auto_commit=False)
+    await consumer.start()
+    deadline = time.monotonic() + timeout_s
+    try:
+        async with await Store.connect(settings.database()) as store:
+            while time.monotonic() < deadline:
+                tps = [TopicPartition(t, p) for t in topics for p in range(3)]
+                ends = {(tp.topic, tp.partition): end for tp, end in (await consumer.end_offsets(tps)).items()}
+                rows = await store.pool.fetch(
+                    "SELECT DISTINCT ON (topic, partition) topic, partition, end_offset FROM changelog_checkpoints "
+                    "WHERE topic = ANY($1) AND taken_at <= now() - make_interval(secs => $2) "
+                    "ORDER BY topic, partition, taken_at DESC", topics, WINDOW_S)  # fmt: skip
+                covered = {
+                    (r["topic"], r["partition"]) for r in rows if r["end_offset"] >= ends[(r["topic"], r["partition"])]
+                }
+                if all(key in covered for key, end in ends.items() if end > 0):
+                    return
+                await asyncio.sleep(1.0)
+    finally:
+        await consumer.stop()
+    raise RuntimeError("the history never fell behind the restore window")
+
+
+def join(stack: EmbeddedStack, settings: Settings, window_s: float) -> float:
+    """Seconds from a second worker's process start to its ``ready`` line."""
+    started = time.monotonic()
+    worker = _worker(stack, settings, "offline", env=_env(window_s)).start(timeout_s=300)
+    ready = time.monotonic() - started
+    worker.stop()
+    return ready
+
+
+async def measure(n: int) -> dict[str, Any]:
+    stack = start_stack()
+    first: WorkerProcess | None = None
+    try:
+        settings = Settings(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix="ready.")
+        await create_topics(settings)
+        await _configure(settings, [f"agent-{i}" for i in range(AGENTS)], {"gate_similarity_enabled": True})
+        first = _worker(stack, settings, "offline", env=_env(WINDOW_S)).start(timeout_s=120)
+        made = time.monotonic()
+        await make_history(stack, settings, n)
+        made_s = time.monotonic() - made
+        await history_behind_window(settings)
+        bounded = sorted(join(stack, settings, WINDOW_S) for _ in range(JOINS))
+        full = sorted(join(stack, settings, 0) for _ in range(JOINS))
+        return {"bounded": bounded[len(bounded) // 2], "full": full[len(full) // 2], "history_s": made_s}
+    finally:
+        if first is not None:
+            first.stop()
+        stack.stop()
+        shutil.rmtree(stack.root, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m ops.bench.ready")
+    parser.add_argument("--history", default="0,100000,500000", help="history sizes in drafts, comma-separated")
+    sizes = [int(x) for x in parser.parse_args().history.split(",")]
+    info = machine_info()
+    print(f"machine: {info['cpu']}, {info['cores']} cores, Python {info['python']}")
+    results: dict[str, float] = {}
+    fresh: float | None = None
+    for n in sizes:
+        found = asyncio.run(measure(n))
+        results[f"ready_after_{n}_s"] = round(found["bounded"], 2)
+        results[f"ready_full_replay_after_{n}_s"] = round(found["full"], 2)
+        if n == 0:
+            fresh = found["bounded"]
+        elif fresh is not None:
+            results[f"ready_{n}_vs_fresh"] = round(found["bounded"] / fresh, 3)
+        bounded, full, made = found["bounded"], found["full"], found["history_s"]
+        print(f"history {n:>7,} drafts ({made:.0f} s to make): joining worker ready in {bounded:.2f} s bounded, "
+              f"{full:.2f} s replaying whole changelogs", flush=True)  # fmt: skip
+    for key, value in results.items():
+        print(f"  {key:<36}{value:>8.3f}")
+    merge_results(RESULTS_PATH, results)
+    print(f"written to {RESULTS_PATH}")
+
+
+if __name__ == "__main__":
+    main()
