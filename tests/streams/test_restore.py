@@ -90,3 +90,21 @@ async def test_a_store_starts_at_its_checkpoint_and_forgets_partitions_it_lost(t
         store.note_partition(key, partition)
     await store.on_recovery_completed({TP("x", 0), TP("x", 2)}, set())
     assert dict(store.data) == {"a": [1], "c": [3]} and store.active == {0, 2}
+
+
+def test_existing_changelogs_without_compaction_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = Settings(topic_prefix="p.")
+    recent, verdicts = (name for name in changelog_topics(settings) if "recent" in name or "verdict" in name)
+    altered: list[Any] = []
+
+    class Admin:
+        async def describe_configs(self, resources: list[Any]) -> list[Any]:
+            entries = {recent: [("cleanup.policy", "delete")], verdicts: [("cleanup.policy", "compact")]}
+            rows = [(0, "", 2, r.name, entries.get(r.name, [])) for r in resources]
+            return [SimpleNamespace(resources=rows)]
+
+        async def alter_configs(self, resources: list[Any]) -> None:
+            altered.extend((r.name, r.configs) for r in resources)
+
+    changed = asyncio.run(kafka.compact_existing(Admin(), settings, sorted([recent, verdicts, "p.drafts"])))
+    assert changed == [recent] and altered == [(recent, {"cleanup.policy": "compact"})]

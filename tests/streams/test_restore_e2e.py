@@ -60,3 +60,23 @@ async def test_restore_starts_at_a_checkpoint_of_this_broker_life_only(scenario:
             assert await plan.start_offsets(topic, set()) == {}
         finally:
             await plan.close()
+
+
+async def test_the_embedded_broker_holds_the_changelogs_as_compacted(scenario: Scenario) -> None:
+    """It keeps the configuration (it does not compact, which is why restores are bounded another way)."""
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+    from streams.wire.topics import changelog_topics
+
+    await scenario.create_topics()
+    admin = AIOKafkaAdminClient(bootstrap_servers=scenario.settings.broker)
+    await admin.start()
+    try:
+        names = changelog_topics(scenario.settings)
+        described = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, n) for n in names])
+    finally:
+        await admin.close()
+    policies = {r[3]: dict((e[0], e[1]) for e in r[4]) for response in described for r in response.resources}
+    assert {n: policies[n]["cleanup.policy"] for n in names} == {
+        n: "compact,delete" if "message-counts" in n else "compact" for n in names
+    }
