@@ -19,24 +19,29 @@ from streams.services.stats import GateStats
 CONTENT_TYPE = "text/plain; version=0.0.4"  # aiohttp adds the charset; it refuses one here
 
 
-def _counter(name: str, doc: str, value: float | None = None, label: str | None = None, by: Any = None) -> Metric:
-    family = CounterMetricFamily(f"drift_{name}", doc, labels=[label] if label else None)
+def _family(
+    kind: type[CounterMetricFamily | GaugeMetricFamily],
+    name: str,
+    doc: str,
+    value: float | None = None,
+    label: str | None = None,
+    by: Any = None,
+) -> Metric:
+    family = kind(f"drift_{name}", doc, labels=[label] if label else None)
     if label:
         for key, n in sorted(by.items()):
             family.add_metric([key], float(n))
     else:
         family.add_metric([], float(value or 0))
     return family
+
+
+def _counter(name: str, doc: str, value: float | None = None, label: str | None = None, by: Any = None) -> Metric:
+    return _family(CounterMetricFamily, name, doc, value, label, by)
 
 
 def _gauge(name: str, doc: str, value: float | None = None, label: str | None = None, by: Any = None) -> Metric:
-    family = GaugeMetricFamily(f"drift_{name}", doc, labels=[label] if label else None)
-    if label:
-        for key, n in sorted(by.items()):
-            family.add_metric([key], float(n))
-    else:
-        family.add_metric([], float(value or 0))
-    return family
+    return _family(GaugeMetricFamily, name, doc, value, label, by)
 
 
 class GateStatsCollector(Collector):
