@@ -92,6 +92,25 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         "≤ 1.3",
         lambda r: r["agentv_vs_ideal"] <= 1.3,
     ),
+    "ready_after_0_s": ("a joining worker: process start → ready, fresh stack (median of 3 joins)", "—", None),
+    "ready_after_100000_s": ("the same after 100,000 drafts of history (bounded restore)", "—", None),
+    "ready_after_150000_s": ("the same after 150,000 drafts", "—", None),
+    "ready_after_500000_s": ("the same after 500,000 drafts", "—", None),
+    "ready_150000_vs_fresh": (
+        "ready after 150,000 drafts ÷ fresh",
+        "≤ 1.3",
+        lambda r: r["ready_150000_vs_fresh"] <= 1.3,
+    ),
+    "ready_500000_vs_fresh": (
+        "ready after 500,000 drafts ÷ fresh",
+        "≤ 1.3",
+        lambda r: r["ready_500000_vs_fresh"] <= 1.3,
+    ),
+    "ready_full_replay_after_500000_s": (
+        "ready after 500,000 drafts replaying whole changelogs (DRIFT_RESTORE_WINDOW_S=0), for comparison",
+        "—",
+        None,
+    ),
     "sim_overhead_per_turn_ms": ("simulation overhead per agent turn, 20 sessions, 200 ms scripted actor", "—", None),
     "sim_overhead_per_step_ms": (
         "the same per step (one step and one verdict round trip after the slowest actor)",
@@ -169,7 +188,8 @@ def main() -> None:
     """Each benchmark runs in a fresh interpreter: a microbenchmark timed inside a process that has imported
     Faust and the Kafka clients pays for their larger heap in garbage collection (measured: ~60% slower)."""
     started = time.monotonic()
-    for name in ("checks", "gate", "steps", "metareason", "plexus", "agentv", "simulate", "experiment", "memory"):
+    for name in ("checks", "gate", "steps", "ready", "memory", "metareason", "plexus", "agentv", "simulate",
+                 "experiment"):  # fmt: skip
         print(f"== {name}", flush=True)
         subprocess.run([sys.executable, "-m", f"ops.bench.{name}"], check=True)
     results = json.loads(RESULTS_PATH.read_text(encoding="utf-8"))

@@ -31,6 +31,7 @@ import orjson
 from engine.errors import ConfigurationError
 from streams.runtime.eviction import Clock
 from streams.runtime.faust_private import table_store_url
+from streams.runtime.restore import STORE_SCHEME
 
 Send = Callable[[str, bytes, bytes | None, int | None], Awaitable[asyncio.Future[Any]]]
 
@@ -45,13 +46,14 @@ class DirectTable(MutableMapping[str, Any]):
 
     def __init__(self, table: Any, send: Send, clock: Clock = time.monotonic) -> None:
         url = table_store_url(table)
-        if not url.startswith("memory:"):
+        if not url.startswith(("memory:", f"{STORE_SCHEME}:")):
             raise ConfigurationError(f"table {table.name!r}: direct writes need a memory:// store, not {url}")
         self._table = table
         self._send = send
         self._clock = clock
         self._written: OrderedDict[str, tuple[float, int]] = OrderedDict()  # key -> (written at, partition)
         self._watch_restore(table)
+        self._note = getattr(self._store, "note_partition", None)  # streams.runtime.restore.RestoreStore
         self._dirty: dict[str, int | tuple[int, ...]] = {}  # key -> changelog partition(s)
         self._in_flight: dict[str, asyncio.Future[Any]] = {}  # key -> delivery of its latest record
 
@@ -124,6 +126,8 @@ class DirectTable(MutableMapping[str, Any]):
             self._store[key] = value
             self._written[key] = (self._clock(), partition)
             self._written.move_to_end(key)
+        if self._note is not None:  # the store drops the keys of partitions this worker no longer owns
+            self._note(key, None if value is None else partition)
         self._dirty[key] = partition
 
     def __setitem__(self, key: str, value: Any) -> None:
@@ -159,7 +163,10 @@ class DirectTable(MutableMapping[str, Any]):
         through this table) is dropped with a tombstone on every owned partition (a no-op record where the key
         never was). True when the key was dropped."""
         written = self._written.pop(key, None)
-        return self._drop(key, -1 if written is None else written[1], owned)
+        if written is None:  # rebuilt from the record by a bounded restore: the store knows its partition
+            noted = getattr(self._store, "partition_of", {}).get(key)
+            return self._drop(key, -1 if noted is None else noted, owned)
+        return self._drop(key, written[1], owned)
 
     def expire(self, ttl_s: float, owned: Collection[int]) -> list[str]:
         """Evict the keys not written (or adopted) for more than ``ttl_s``, oldest first; returns them."""
@@ -181,6 +188,8 @@ class DirectTable(MutableMapping[str, Any]):
             self._written[key] = (self._clock(), partition)
             return False
         del self._store[key]
+        if self._note is not None:
+            self._note(key, None)
         if partition < 0:  # partition unknown
             if owned:
                 self._dirty[key] = tuple(sorted(owned))

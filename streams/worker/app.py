@@ -41,6 +41,7 @@ from streams.wire.payloads import AgentConfigChange, decode
 from streams.wire.topics import Topics
 from streams.worker.lanes import COUNT_FLUSH_S, GateLane, StateLane, bind_record
 from streams.worker.metrics import CONTENT_TYPE, exposition, metrics_registry
+from streams.worker.restoring import restore_plan
 
 log = logging.getLogger(__name__)
 
@@ -104,10 +105,11 @@ def build_app(
     topics, stats = Topics(settings.topic_prefix), GateStats()
     output = Output(settings)
     letters = DeadLetters(output.send, topics.dlq, stats)
-    app = faust_app(settings, partitions, closing=output, skipped=letters.batch)
+    store = WorkerStore(settings.database())
+    restore = restore_plan(settings, store, partitions)  # table restores bounded by live state
+    app = faust_app(settings, partitions, closing=output, skipped=letters.batch, restore=restore)
     tables = _tables(app, settings, partitions, output)
     feed = HistoryFeed(settings, HistoryView(max_age_s=settings.agent_idle_ttl_s))  # older: evicted anyway
-    store = WorkerStore(settings.database())
     configs = ConfigCache(store, wait_for_store=True)  # loaded by store.open
     budget, timed = JudgeBudget(settings.judge_concurrency, settings.eval_judge_share), TimedJudge(judge, stats)
     online = budget.judge(timed, GATE_LANE, settings.judge_deadline_s)
