@@ -15,6 +15,7 @@ import faust
 
 from engine.errors import ConfigurationError, PayloadError
 from engine.settings import Settings
+from streams.runtime.restore import RestorePlan, register_store
 from streams.runtime.transport import FastLane, credentials, transport_class
 from streams.wire.topics import app_id
 
@@ -32,15 +33,20 @@ class DriftApp(faust.App):
     """Faust's app with this project's transport; ``closing`` is closed when the app stops (the output
     producer), ``skipped`` dead-letters the batches the fetcher skipped (:mod:`streams.runtime.undecodable`),
     ``fast_lanes`` maps a topic to its batch handler (:mod:`streams.runtime.transport`; registered with
-    :meth:`add_fast_lane`, like an agent)."""
+    :meth:`add_fast_lane`, like an agent); ``restore`` bounds its tables' restores (:mod:`streams.runtime.restore`;
+    None: Faust's whole-changelog restores)."""
 
-    def __init__(self, *args: Any, settings: Settings, closing: Closing, skipped: SkippedLetter, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, settings: Settings, closing: Closing, skipped: SkippedLetter,
+        restore: RestorePlan | None = None, **kwargs: Any,
+    ) -> None:  # fmt: skip
         if not isinstance(settings, Settings):  # a worker never runs on default settings
             raise ConfigurationError("the Faust app needs the worker's Settings (build it with faust_app)")
         super().__init__(*args, **kwargs)
         self.settings = settings
         self.closing = closing
         self.skipped = skipped
+        self.restore = restore
         self.fast_lanes: dict[str, FastLane] = {}
 
     def add_fast_lane(self, topic: str, lane: FastLane) -> None:
@@ -49,13 +55,17 @@ class DriftApp(faust.App):
 
     async def on_stop(self) -> None:
         await self.closing.close()
+        if self.restore is not None:
+            await self.restore.close()
         await super().on_stop()
 
     def _new_transport(self) -> Any:
         return transport_class(self.settings)(self.conf.broker_consumer, self)
 
 
-def faust_app(settings: Settings, partitions: int, *, closing: Closing, skipped: SkippedLetter) -> DriftApp:
+def faust_app(
+    settings: Settings, partitions: int, *, closing: Closing, skipped: SkippedLetter, restore: RestorePlan | None = None
+) -> DriftApp:
     faust_dir = settings.data_dir / "faust"
     faust_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
     app = DriftApp(
@@ -63,9 +73,10 @@ def faust_app(settings: Settings, partitions: int, *, closing: Closing, skipped:
         settings=settings,
         closing=closing,
         skipped=skipped,
+        restore=restore,
         broker=f"kafka://{settings.broker}",
         broker_credentials=credentials(settings),
-        store="memory://",
+        store=register_store(),  # Faust's memory store with bounded restores (streams.runtime.restore)
         datadir=str(faust_dir / "{conf.name}"),
         autodiscover=False,
         topic_partitions=partitions,

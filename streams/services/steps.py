@@ -121,6 +121,7 @@ class StepProcessor:
         agents = list(dict.fromkeys(step.agent_ids))
         if len(agents) < len(step.agent_ids):
             step = step.model_copy(update={"agent_ids": agents})  # an agent named twice acts once
+        await self.configs.ensure(agents)
         configs: dict[str, AgentConfig] = {a: self.configs.get(a) for a in agents}
         histories = {a: self.view.history(a, step.run_id) for a in agents}
         trajectory = self.view.trajectory(step.run_id, step.channel, agents)

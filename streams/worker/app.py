@@ -32,6 +32,7 @@ from streams.runtime.tables import DirectTable
 from streams.services.configs import ConfigCache
 from streams.services.context import DeadLetters, WorkerStore
 from streams.services.evaluations import EvaluationService
+from streams.services.eviction import Evictor, install_eviction
 from streams.services.gate import GateDeps
 from streams.services.sinks import run_sinks
 from streams.services.stats import GateStats, TimedJudge
@@ -40,6 +41,7 @@ from streams.wire.payloads import AgentConfigChange, decode
 from streams.wire.topics import Topics
 from streams.worker.lanes import COUNT_FLUSH_S, GateLane, StateLane, bind_record
 from streams.worker.metrics import CONTENT_TYPE, exposition, metrics_registry
+from streams.worker.restoring import restore_plan
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +61,7 @@ class Worker:
     evaluations: EvaluationService
     gate_lane: GateLane
     state_lane: StateLane
+    evictor: Evictor
 
 
 def check_worker_settings(settings: Settings) -> None:
@@ -102,10 +105,12 @@ def build_app(
     topics, stats = Topics(settings.topic_prefix), GateStats()
     output = Output(settings)
     letters = DeadLetters(output.send, topics.dlq, stats)
-    app = faust_app(settings, partitions, closing=output, skipped=letters.batch)
+    store = WorkerStore(settings.database())
+    restore = restore_plan(settings, store, partitions)  # table restores bounded by live state
+    app = faust_app(settings, partitions, closing=output, skipped=letters.batch, restore=restore)
     tables = _tables(app, settings, partitions, output)
-    feed = HistoryFeed(settings, HistoryView())
-    store, configs = WorkerStore(settings.database()), ConfigCache(wait_for_store=True)  # loaded by store.open
+    feed = HistoryFeed(settings, HistoryView(max_age_s=settings.agent_idle_ttl_s))  # older: evicted anyway
+    configs = ConfigCache(store, wait_for_store=True)  # loaded by store.open
     budget, timed = JudgeBudget(settings.judge_concurrency, settings.eval_judge_share), TimedJudge(judge, stats)
     online = budget.judge(timed, GATE_LANE, settings.judge_deadline_s)
     library = PropositionLibrary(settings.propositions_dir)
@@ -121,9 +126,17 @@ def build_app(
     state_lane = StateLane(gate, tables.counts, consumer, letters.record, output.send,
                            bind=functools.partial(bind_record, app), requests=topics.evaluation_requests,
                            threshold=settings.eval_threshold)  # fmt: skip
-    worker = Worker(settings, output, letters, store, configs, budget, gate, steps, evaluations, gate_lane, state_lane)
+    owned = functools.partial(owned_partitions, app, topics.drafts)
+    evictor = Evictor(settings, configs, feed.view, *tables[:3], gate_lane.dispatcher.busy, owned, stats)
+    worker = Worker(settings, output, letters, store, configs, budget, gate, steps, evaluations, gate_lane,
+                    state_lane, evictor)  # fmt: skip
     _install(app, worker, on_ready)
     return app, worker
+
+
+def owned_partitions(app: DriftApp, topic: str) -> set[int]:
+    """The partitions of ``topic`` this worker is active for."""
+    return {tp.partition for tp in app.assignor.assigned_actives() if tp.topic == topic}
 
 
 class GateTables(NamedTuple):
@@ -152,6 +165,7 @@ def _install(app: DriftApp, worker: Worker, on_ready: Callable[[], None] | None)
         _install_sinks(app, worker.settings, worker.store)
     worker.evaluations.install(app)
     worker.steps.install(app)
+    install_eviction(app, worker.settings, worker.evictor, worker.gate.flush_tables)  # idle agents leave memory
     _install_lifecycle(app, worker, on_ready)
     _install_config_page(app, worker.configs)
 
@@ -203,7 +217,7 @@ def _install_config_page(app: DriftApp, configs: ConfigCache) -> None:
     async def config_page(web: Any, request: Any, agent_id: str) -> Any:
         """The configuration this worker gates ``agent_id`` with (404 before it has one): what ``drift config
         set`` changed is visible here once the worker applied it."""
-        config = configs.known(agent_id)
+        config = await configs.lookup(agent_id)  # an agent not in memory: its stored configuration
         if config is None or not configs.loaded:
             return web.json({"agent_id": agent_id, "config": None}, status=404)
         return web.json({"agent_id": agent_id, "config": config.model_dump(mode="json")})

@@ -144,9 +144,10 @@ class GateLane:
         decided: list[str] = []  # draft ids, whose verdict records go out before their verdicts
         batch = self.batch()
         configs = self.gate.configs
-        for message in messages:
-            if (draft := await self._decode(message)) is None:
-                continue
+        drafts = [(message, draft) for message in messages if (draft := await self._decode(message)) is not None]
+        if drafts:  # agents not in memory (new, or back after eviction): their stored configurations, one query
+            await configs.ensure({draft.agent_id for _, draft in drafts})
+        for message, draft in drafts:
             item = (message, draft, received)
             if self.dispatcher.busy(draft.agent_id) or configs.get(draft.agent_id, draft.agent_name).needs_judge:
                 await self.dispatcher.submit(draft.agent_id, item)

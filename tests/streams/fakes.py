@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 
 class NothingToClose:
     """The app's ``closing`` when no output producer was built."""
@@ -12,3 +15,12 @@ class NothingToClose:
 
 async def no_skipped_batches(topic: str, partition: int, first: int, last: int, reason: str) -> None:
     raise AssertionError(f"no batch is skipped in this test: {topic}[{partition}] {first}..{last}: {reason}")
+
+
+def access(store: Any) -> Callable[[], Awaitable[Any]]:
+    """A store port (``await port()`` is the store) over a fake store."""
+
+    async def port() -> Any:
+        return store
+
+    return port

@@ -10,17 +10,19 @@ import orjson
 
 from engine.models import AgentConfig
 from streams.services.configs import ConfigCache
+from tests.streams.fakes import access
 from tests.streams.test_lanes import FakeRuntime, Record
 
 CHECKED = AgentConfig(gate_adherence_enabled=True)
 
 
 class FakeStore:
-    """``configs_changed_since`` of the store: the stored rows, or an error while ``down``."""
+    """The configuration queries of the store: the stored rows, or an error while ``down``."""
 
     def __init__(self, rows: dict[str, AgentConfig]) -> None:
         self.rows, self.down = rows, False
         self.registered: list[tuple[str, str | None]] = []
+        self.asked: list[str] = []
         self.stamp = datetime(2026, 1, 1, tzinfo=UTC)
 
     async def configs_changed_since(self, since: datetime | None) -> tuple[list[tuple[str, AgentConfig]], Any]:
@@ -33,14 +35,27 @@ class FakeStore:
             raise ConnectionResetError("database went away")
         self.registered.extend(agents)
 
+    async def configs_of(self, agent_ids: Any) -> dict[str, AgentConfig]:
+        if self.down:
+            raise ConnectionResetError("database went away")
+        self.asked.extend(agent_ids)
+        return {a: self.rows[a] for a in agent_ids if a in self.rows}
+
+    async def configs_newest(self) -> Any:
+        if self.down:
+            raise ConnectionResetError("database went away")
+        return self.stamp
+
 
 async def test_a_waiting_cache_is_not_loaded_until_the_store_is_read() -> None:
-    cache = ConfigCache(wait_for_store=True)
+    store = FakeStore({"jim": CHECKED})
+    cache = ConfigCache(access(store), wait_for_store=True)
     waiter = asyncio.ensure_future(cache.wait_loaded())
     await asyncio.sleep(0)
     assert not cache.loaded and not waiter.done()
-    assert await cache.load(FakeStore({"jim": CHECKED})) == 1  # type: ignore[arg-type]
+    assert await cache.load(store) == 0  # type: ignore[arg-type]  # nobody seen yet: nothing read
     await asyncio.wait_for(waiter, 1)
+    await cache.ensure(["jim"])
     assert cache.loaded and cache.get("jim") == CHECKED
 
 
@@ -55,8 +70,9 @@ async def test_an_agent_seen_before_the_load_gets_its_stored_config_not_the_defa
 
 async def test_a_failed_refresh_keeps_the_last_known_configurations() -> None:
     store = FakeStore({"jim": CHECKED})
-    cache = ConfigCache(wait_for_store=True)
+    cache = ConfigCache(access(store), wait_for_store=True)
     await cache.load(store)  # type: ignore[arg-type]
+    await cache.ensure(["jim", "newcomer"])
     cache.get("newcomer")
     store.down = True
     assert await cache.refresh(store) == 0  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ import asyncpg
 import pytest
 
 from streams.services.configs import ConfigCache
+from tests.streams.fakes import access
 
 
 class GoneStore:
@@ -19,6 +20,9 @@ class GoneStore:
         raise self.error
 
     async def configs_changed_since(self, since: Any) -> Any:
+        raise self.error
+
+    async def configs_of(self, agent_ids: Any) -> Any:
         raise self.error
 
 
@@ -37,3 +41,16 @@ async def test_a_bug_still_surfaces() -> None:
     cache = ConfigCache()
     with pytest.raises(KeyError):
         await cache.refresh(GoneStore(KeyError("bug")))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("error", [asyncpg.exceptions.CannotConnectNowError("shutting down"), OSError("socket")])
+async def test_agents_whose_stored_config_cannot_be_read_get_the_defaults_until_a_refresh(error: Exception) -> None:
+    cache = ConfigCache(access(GoneStore(error)))
+    await cache.ensure(["returning"])  # the read fails: logged, not raised (the gate goes on)
+    assert cache.known("returning") is None
+
+
+async def test_a_bug_in_the_first_sight_read_still_surfaces() -> None:
+    cache = ConfigCache(access(GoneStore(KeyError("bug"))))
+    with pytest.raises(KeyError):
+        await cache.ensure(["returning"])
