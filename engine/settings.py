@@ -90,6 +90,7 @@ class Settings:
     eval_threshold: int = 50
     eval_cron: str = "0 3 * * *"
     eval_deadline_s: float = 900.0
+    eval_judge_share: float = 0.125  # share of DRIFT_JUDGE_CONCURRENCY evaluations may use (engine.judges.budget)
     agent_idle_ttl_s: float = 86_400.0  # per-agent state of a worker is dropped after this long idle
     pending_ttl_s: float = 3_600.0  # earlier attempts of a draft (and its verdict records) are kept this long
     kafka_security_protocol: str = "PLAINTEXT"
@@ -116,6 +117,10 @@ class Settings:
         if self.kafka_compression not in COMPRESSION_TYPES:
             raise ConfigurationError(
                 f"DRIFT_KAFKA_COMPRESSION must be one of {', '.join(COMPRESSION_TYPES)}, not {self.kafka_compression!r}"
+            )
+        if not 0.0 < self.eval_judge_share < 1.0:
+            raise ConfigurationError(
+                f"DRIFT_EVAL_JUDGE_SHARE must be between 0 and 1 (exclusive), not {self.eval_judge_share!r}"
             )
         if self.kafka_sasl_mechanism is not None and self.kafka_sasl_mechanism not in SASL_MECHANISMS:
             raise ConfigurationError(

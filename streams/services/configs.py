@@ -13,8 +13,11 @@ come back after eviction) are read from the store in one query, so a returning a
 configuration, never the defaults. If that read fails (the database away), they get the defaults and the next
 successful refresh replaces them with the stored ones.
 
-A worker's cache starts *unloaded* (``wait_for_store=True``): it hands out nothing the gate may decide on until
-:meth:`ConfigCache.load` has reached the store and replaced any defaults handed out before with the stored
+The worker passes its store to :meth:`ConfigCache.load` and :meth:`ConfigCache.refresh`; :meth:`ensure
+<ConfigCache.ensure>` and :meth:`lookup <ConfigCache.lookup>` reach it through the store port given at
+construction (``await store()``, which waits until the worker's database is open). A worker's cache starts
+*unloaded* (``wait_for_store=True``): it hands out nothing the gate may decide on until :meth:`ConfigCache.load`
+has reached the store and replaced any defaults handed out before with the stored
 configurations (the gate awaits :meth:`ConfigCache.wait_loaded` before its first decision). After that, a
 failed refresh keeps the last known configurations.
 """
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 
 from engine.errors import DriftError
@@ -38,7 +41,7 @@ log = logging.getLogger(__name__)
 class ConfigCache:
     def __init__(
         self,
-        store: Store | None,
+        store: Callable[[], Awaitable[Store]] | None = None,
         *,
         default: AgentConfig | None = None,
         wait_for_store: bool = False,
@@ -63,10 +66,6 @@ class ConfigCache:
     async def wait_loaded(self) -> None:
         await self._loaded.wait()
 
-    def attach(self, store: Store) -> None:
-        """Use ``store`` from now on (the worker connects to the database after the cache is built)."""
-        self._store = store
-
     def get(self, agent_id: str, agent_name: str | None = None) -> AgentConfig:
         """The agent's configuration; the defaults for an agent the store does not know (registered on the next
         refresh). Decide nothing on it before :attr:`loaded`."""
@@ -87,7 +86,7 @@ class ConfigCache:
             return
         self._fetching |= missing
         try:
-            stored = await self._store.configs_of(sorted(missing))
+            stored = await (await self._store()).configs_of(sorted(missing))
         except Exception as exc:
             if not isinstance(exc, DriftError) and classify(exc) is None:
                 raise
@@ -107,7 +106,7 @@ class ConfigCache:
         held = self._configs.get(agent_id)
         if held is not None or self._store is None or not self._loaded.is_set():
             return held
-        return (await self._store.configs_of([agent_id])).get(agent_id)
+        return (await (await self._store()).configs_of([agent_id])).get(agent_id)
 
     def drop(self, agent_id: str) -> None:
         """Forget ``agent_id`` (idle eviction): its configuration is read from the store again on return."""
@@ -132,31 +131,29 @@ class ConfigCache:
         if agent_id not in self._configs:
             self._pending_registration.setdefault(agent_id, agent_name)
 
-    async def load(self) -> int:
-        """Reach the store (errors propagate: the caller retries), replace the defaults handed out so far with
+    async def load(self, store: Store) -> int:
+        """Reach ``store`` (errors propagate: the caller retries), replace the defaults handed out so far with
         the stored configurations and mark the cache loaded; returns how many stored ones were read."""
-        if self._store is None:
-            raise RuntimeError("ConfigCache.load needs a store (attach one first)")
-        newest = await self._store.configs_newest()
-        stored = await self._store.configs_of(sorted(self._configs)) if self._configs else {}
+        newest = await store.configs_newest()
+        stored = await store.configs_of(sorted(self._configs)) if self._configs else {}
         self._configs.update(stored)
         self._newest = newest
         self._loaded.set()
         log.info("agent configurations loaded (%d held, the others are read on first sight)", len(self._configs))
         return len(stored)
 
-    async def refresh(self) -> int:
-        """Register newly seen agents and pull configurations changed since the last refresh."""
-        if self._store is None or not self._loaded.is_set():
+    async def refresh(self, store: Store) -> int:
+        """Register newly seen agents in ``store`` and pull configurations changed since the last refresh."""
+        if not self._loaded.is_set():
             return 0
         pending, self._pending_registration = self._pending_registration, {}
         try:
             if pending:
-                await self._store.ensure_agents(pending.items())
+                await store.ensure_agents(pending.items())
                 handed = [a for a in pending if a in self._configs]  # defaults handed out: the stored ones now
-                stored = await self._store.configs_of(handed) if handed else {}
+                stored = await store.configs_of(handed) if handed else {}
                 self._configs.update((a, c) for a, c in stored.items() if a in self._configs)
-            changed, self._newest = await self._store.configs_changed_since(self._newest)
+            changed, self._newest = await store.configs_changed_since(self._newest)
         except Exception as exc:  # the database away (any driver error of it): keep the cached configuration
             if not isinstance(exc, DriftError) and classify(exc) is None:
                 raise  # a bug in our code surfaces instead of hiding behind stale configurations
@@ -167,8 +164,3 @@ class ConfigCache:
             if agent_id in self._configs or agent_id in self._fetching:
                 self._configs[agent_id] = config
         return len(changed)
-
-    async def run_forever(self, interval_s: float = 1.0) -> None:
-        while True:
-            await self.refresh()
-            await asyncio.sleep(interval_s)

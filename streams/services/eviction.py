@@ -34,11 +34,9 @@ from streams.runtime.history import HistoryView
 from streams.services.configs import ConfigCache
 from streams.services.sinklag import SinkLag
 from streams.services.stats import GateStats
-from streams.wire.topics import Topics
 
 if TYPE_CHECKING:
     from streams.runtime.faust_app import DriftApp
-    from streams.services.context import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -133,29 +131,20 @@ async def sweep_and_flush(evictor: Evictor, flush: Callable[..., Any]) -> Swept:
     return swept
 
 
-def install_eviction(app: DriftApp, rt: Runtime, busy: Callable[[str], bool]) -> Evictor:
-    """Add the eviction timer, the restore-time measurement and the sinks' lag to the gate ``app``; ``busy`` is
-    the gate's per-agent dispatch (drafts of the agent queued or running)."""
-    deps, drafts = rt.deps, Topics(rt.settings.topic_prefix).drafts
+def install_eviction(app: DriftApp, settings: Settings, evictor: Evictor, flush: Callable[..., Any]) -> None:
+    """Add the eviction timer (tombstones sent with ``flush``, the gate's table flush), the restore-time
+    measurement and the sinks' lag to the gate ``app``."""
 
-    def owned() -> set[int]:
-        return {tp.partition for tp in app.assignor.assigned_actives() if tp.topic == drafts}
-
-    evictor = Evictor(rt.settings, deps.configs, deps.view, deps.recent, deps.pending, deps.verdicts, busy, owned,
-                      deps.stats)  # fmt: skip
-
-    @app.timer(sweep_interval(rt.settings))  # type: ignore[untyped-decorator]
+    @app.timer(sweep_interval(settings))  # type: ignore[untyped-decorator]
     async def evict_idle() -> None:
-        await sweep_and_flush(evictor, deps.flush_tables)
+        await sweep_and_flush(evictor, flush)
 
-    _measure_restore(app, deps.stats)
-    lag = SinkLag(rt.settings)
+    _measure_restore(app, evictor.stats)
+    lag = SinkLag(settings)
 
     @app.task  # type: ignore[untyped-decorator]
     async def sink_lag() -> None:
-        await lag.run_forever(deps.stats)
-
-    return evictor
+        await lag.run_forever(evictor.stats)
 
 
 def _measure_restore(app: DriftApp, stats: GateStats) -> None:

@@ -23,6 +23,7 @@ from streams.services.eviction import Evictor, sweep_and_flush, sweep_interval
 from streams.services.stats import GateStats
 from streams.wire.payloads import Draft
 from streams.worker.metrics import render_prometheus
+from tests.streams.fakes import access
 from tests.streams.test_tables import FakeTable
 
 Sent = list[tuple[str, bytes, bytes | None, int | None]]
@@ -137,7 +138,7 @@ async def test_an_entry_of_unknown_partition_is_tombstoned_on_every_owned_partit
 
 def evictor(clock: Clock, sent: Sent, **settings: float) -> tuple[Evictor, set[str]]:
     stored = StoredConfigs({"jim": CHECKED})
-    configs = ConfigCache(stored, clock=clock)  # type: ignore[arg-type]
+    configs = ConfigCache(access(stored), clock=clock)
     busy: set[str] = set()
     view = HistoryView()
     ev = Evictor(

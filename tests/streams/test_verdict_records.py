@@ -37,7 +37,7 @@ class Recorder:
 
 
 def make_deps(score: int, config: AgentConfig, send: Recorder) -> GateDeps:
-    configs = ConfigCache(None, default=config)
+    configs = ConfigCache(default=config)
     judge = uniform_judge(score)
     return GateDeps(Settings(), judge, PropositionLibrary(BUNDLED_PROPOSITIONS), configs, send, {}, {})
 
