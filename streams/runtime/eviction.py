@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from streams.wire.payloads import Draft
 
 Clock = Callable[[], float]
 
@@ -51,3 +54,11 @@ class LastSeen:
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._seen)
+
+
+def unknown_earlier_attempts(pending: Mapping[str, Any], draft: Draft) -> int:
+    """How many attempts before ``draft``'s the gate holds no record of: their ``pending-attempts`` entry expired
+    (``DRIFT_PENDING_TTL_S``) or never reached this gate. The decision chose among the known attempts only (the
+    verdict's ``unknown_earlier_attempts``)."""
+    known = {a["attempt"] for a in pending.get(draft.draft_id) or [] if a["attempt"] < draft.attempt}
+    return max(draft.attempt - 1 - len(known), 0)

@@ -35,6 +35,7 @@ from engine.library import PropositionLibrary
 from engine.models import Event, Persona
 from engine.scoring import ScoringTarget
 from engine.settings import Settings
+from streams.runtime.eviction import unknown_earlier_attempts
 from streams.runtime.history import HistoryView
 from streams.services.configs import ConfigCache
 from streams.services.stats import GateStats
@@ -236,8 +237,7 @@ def build_verdict(
     draft: Draft, result: AttemptResult, decision: GateDecision, latency_ms: float, judge: str, unknown: int = 0
 ) -> dict[str, Any]:
     """The ``verdicts`` record as a plain dict (shape of :class:`streams.wire.payloads.Verdict`; built without
-    pydantic because this is the hot path — a test checks it validates against the model). ``unknown``: earlier
-    attempts of the draft the gate no longer knew (see :func:`unknown_earlier_attempts`)."""
+    pydantic because this is the hot path — a test checks it validates against the model)."""
     similarity = result.similarity
     return {
         "draft_id": draft.draft_id,
@@ -259,13 +259,6 @@ def build_verdict(
         "judge": judge if result.checks else None,
         "unknown_earlier_attempts": unknown,
     }  # fmt: skip
-
-
-def unknown_earlier_attempts(pending: MutableMapping[str, Any], draft: Draft) -> int:
-    """How many attempts before ``draft``'s the gate holds no record of: their ``pending-attempts`` entry expired
-    (``DRIFT_PENDING_TTL_S``) or never reached this gate. The decision chose among the known attempts only."""
-    known = {a["attempt"] for a in pending.get(draft.draft_id) or [] if a["attempt"] < draft.attempt}
-    return max(draft.attempt - 1 - len(known), 0)
 
 
 def build_log(draft: Draft, verdict: dict[str, Any], now: str) -> dict[str, Any]:
@@ -319,9 +312,8 @@ def remember_verdict(verdicts: MutableMapping[str, Any], draft: Draft, record: d
     """Keep this attempt's verdict record (the verdict and its timestamp: the correction log and the committed
     message follow from them and the draft) under its draft id.
 
-    Records expire after ``DRIFT_PENDING_TTL_S`` with a tombstone (:mod:`streams.services.eviction`); memory is
-    also capped (the oldest draft ids beyond :data:`VERDICTS_KEPT` are dropped from it, not from the changelog):
-    a redelivery replays offsets not yet committed, always among the newest."""
+    Records expire after ``DRIFT_PENDING_TTL_S`` (:mod:`streams.services.eviction`), and memory keeps at most
+    :data:`VERDICTS_KEPT` draft ids: a redelivery replays offsets not yet committed, always among the newest."""
     attempts = dict(verdicts.get(draft.draft_id) or {})
     attempts[str(draft.attempt)] = record
     verdicts[draft.draft_id] = attempts

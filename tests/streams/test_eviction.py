@@ -15,12 +15,11 @@ import pytest
 
 from engine.models import AgentConfig, Event
 from engine.settings import Settings
-from streams.runtime.eviction import LastSeen
+from streams.runtime.eviction import LastSeen, unknown_earlier_attempts
 from streams.runtime.history import HistoryView
 from streams.runtime.tables import DirectTable
 from streams.services.configs import ConfigCache
 from streams.services.eviction import Evictor, sweep_and_flush, sweep_interval
-from streams.services.gate import unknown_earlier_attempts
 from streams.services.stats import GateStats
 from streams.wire.payloads import Draft
 from streams.worker.metrics import render_prometheus
