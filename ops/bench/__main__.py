@@ -92,6 +92,25 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         "≤ 1.3",
         lambda r: r["agentv_vs_ideal"] <= 1.3,
     ),
+    "ready_after_0_s": ("a joining worker: process start → ready, fresh stack (median of 3 joins)", "—", None),
+    "ready_after_100000_s": ("the same after 100,000 drafts of history (bounded restore)", "—", None),
+    "ready_after_150000_s": ("the same after 150,000 drafts", "—", None),
+    "ready_after_500000_s": ("the same after 500,000 drafts", "—", None),
+    "ready_150000_vs_fresh": (
+        "ready after 150,000 drafts ÷ fresh",
+        "≤ 1.3",
+        lambda r: r["ready_150000_vs_fresh"] <= 1.3,
+    ),
+    "ready_500000_vs_fresh": (
+        "ready after 500,000 drafts ÷ fresh",
+        "≤ 1.3",
+        lambda r: r["ready_500000_vs_fresh"] <= 1.3,
+    ),
+    "ready_full_replay_after_500000_s": (
+        "ready after 500,000 drafts replaying whole changelogs (DRIFT_RESTORE_WINDOW_S=0), for comparison",
+        "—",
+        None,
+    ),
     "sim_overhead_per_turn_ms": ("simulation overhead per agent turn, 20 sessions, 200 ms scripted actor", "—", None),
     "sim_overhead_per_step_ms": (
         "the same per step (one step and one verdict round trip after the slowest actor)",
@@ -114,6 +133,24 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         "≤ 0.10",
         lambda r: r["exp_outside_llm_share"] <= 0.10,
     ),
+    "memory_kb_per_agent": (
+        "worker memory per active agent: (RSS after a wave of new agents − at rest) ÷ agents (KB)",
+        "—",
+        None,
+    ),
+    "memory_agents_held_after_wave1": (
+        "agents still in memory when wave 1 is done (fewer than the wave when it lasts longer than the TTL)",
+        "—",
+        None,
+    ),
+    "memory_rss_wave1_mb": ("worker RSS after wave 1 of new agents, one draft each (MB)", "—", None),
+    "memory_rss_wave2_mb": ("the same after wave 2, started once wave 1's agents were evicted (TTL 20 s)", "—", None),
+    "memory_wave2_vs_wave1": (
+        "RSS after wave 2 ÷ RSS after wave 1",
+        "≤ 1.10",
+        lambda r: r["memory_wave2_vs_wave1"] <= 1.10,
+    ),
+    "memory_wave2_vs_wave1_no_eviction": ("the same with a worker that never evicts (TTLs of a year)", "—", None),
 }
 
 
@@ -151,7 +188,8 @@ def main() -> None:
     """Each benchmark runs in a fresh interpreter: a microbenchmark timed inside a process that has imported
     Faust and the Kafka clients pays for their larger heap in garbage collection (measured: ~60% slower)."""
     started = time.monotonic()
-    for name in ("checks", "gate", "steps", "metareason", "plexus", "agentv", "simulate", "experiment"):
+    for name in ("checks", "gate", "steps", "ready", "memory", "metareason", "plexus", "agentv", "simulate",
+                 "experiment"):  # fmt: skip
         print(f"== {name}", flush=True)
         subprocess.run([sys.executable, "-m", f"ops.bench.{name}"], check=True)
     results = json.loads(RESULTS_PATH.read_text(encoding="utf-8"))

@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 
 app = typer.Typer()
 
+FROM_DATABASE_HELP = (
+    "Read the first attempts recorded in --database instead of a topic (what the embedded broker no longer holds "
+    "after a restart)."
+)
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table or coloured lines.")]
 
 
@@ -68,9 +72,12 @@ def tail(
 
 @app.command()
 def replay(
-    from_topic: Annotated[str, typer.Option("--from-topic", help="Topic of recorded drafts, e.g. drift.drafts.")],
     since: Annotated[str, typer.Option("--since", help="Start of the window: RFC 3339 or relative (-15m, -2h).")],
     to_prefix: Annotated[str, typer.Option("--to-prefix", help="Topic prefix of the gate that judges the replay.")],
+    from_topic: Annotated[
+        str | None, typer.Option("--from-topic", help="Topic of recorded drafts, e.g. drift.drafts.")
+    ] = None,
+    from_database: Annotated[bool, typer.Option("--from-database", help=FROM_DATABASE_HELP)] = False,
     until: Annotated[str | None, typer.Option("--until", help="End of the window (exclusive; default now).")] = None,
     config: Annotated[
         Path | None, typer.Option("--config", help="YAML: agent_id (or '*'): {key: value} applied before replaying.")
@@ -82,26 +89,35 @@ def replay(
 ) -> None:
     """Re-publish recorded drafts of a time window into another prefix (keys kept) for treatment/control runs.
 
-    The configuration (--config) goes to --database: give the replay gate its own database, since agent
-    configuration and correction logs are keyed by agent and draft id."""
+    The drafts come from --from-topic, or with --from-database from the correction logs in --database (first
+    attempts, same draft ids). The configuration (--config) goes to --database: give the replay gate its own
+    database, since agent configuration and correction logs are keyed by agent and draft id."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from streams.client.replay import load_agent_configs, parse_time
     from streams.client.replay import replay as replay_drafts
+    from streams.client.replay_database import replay_from_database
 
+    if from_database == (from_topic is not None):
+        raise ConfigurationError("give either --from-topic or --from-database")
     settings = settings_from(broker=broker, database=database)
     configs = load_agent_configs(config) if config is not None else None
     start, end = parse_time(since), parse_time(until) if until else None
     columns = (TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("replay", total=None)
-        counts = run(
-            replay_drafts(settings, from_topic=from_topic, to_prefix=to_prefix, since=start, until=end,
-                          configs=configs, partitions=partitions,
-                          progress=lambda done, total: bar.update(task, completed=done, total=total))
-        )  # fmt: skip
-    _report_replay(counts, from_topic, to_prefix, as_json)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        if from_topic is not None:
+            counts = run(replay_drafts(settings, from_topic=from_topic, to_prefix=to_prefix, since=start, until=end,
+                                       configs=configs, partitions=partitions, progress=progress))  # fmt: skip
+        else:
+            counts = run(replay_from_database(settings, to_prefix=to_prefix, since=start, until=end,
+                                              configs=configs, partitions=partitions, progress=progress))  # fmt: skip
+    _report_replay(counts, from_topic or "the database", to_prefix, as_json)
 
 
 def _report_replay(counts: Any, from_topic: str, to_prefix: str, as_json: bool) -> None:
@@ -205,6 +221,19 @@ def _cost_text(s: dict[str, Any]) -> str:
     return f"{format_cost(s.get('cost_usd'))} (priced as {s['priced_as']})"
 
 
+def _state_rows(state: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """What a running worker holds (absent from the database snapshot)."""
+    if state is None:
+        return []
+    lag = state.get("sink_lag_records") or {}
+    return [
+        ("agents in memory", _fmt(state.get("agents_in_memory"))),
+        ("pending attempts in memory", _fmt(state.get("pending_attempts"))),
+        ("table restore at last assignment (s)", _fmt(state.get("table_restore_seconds"), 2)),
+        ("sinks' lag (records)", ", ".join(f"{k} {v}" for k, v in sorted(lag.items())) or "—"),
+    ]
+
+
 def print_stats(console: Console, s: dict[str, Any], source: str) -> None:
     """The snapshot as three rich tables: totals, per dimension, outcomes."""
     from rich.table import Table
@@ -228,6 +257,7 @@ def print_stats(console: Console, s: dict[str, Any], source: str) -> None:
                                       f"{usage.get('cache_creation_input_tokens', 0)}"),
         ("judge cost", _cost_text(s)),
         ("dead letters", _fmt(s.get("dead_letters"))),
+        *_state_rows(s.get("state")),
     ]  # fmt: skip
     for name, value in rows:
         totals.add_row(name, str(value))

@@ -153,7 +153,7 @@ def up(
     _usable_data_dir(settings.data_dir)
     _warn_if_empty(settings)
     PropositionLibrary(settings.propositions_dir).validate()
-    judge_impl = make_judge(settings.judge, settings)
+    judge_impl = make_judge(settings.judge, settings, own_limits=False)  # the worker's judge budget applies them
     settings = _free_web_port(settings)
     wait_s = settings.connect_timeout_s if broker else max(15.0, settings.connect_timeout_s)  # embedded: just started
     with contextlib.ExitStack() as stack:
@@ -194,7 +194,7 @@ def worker(
         settings = settings.with_(sinks=False)
     _warn_if_empty(settings)
     PropositionLibrary(settings.propositions_dir).validate()
-    judge_impl = make_judge(settings.judge, settings)
+    judge_impl = make_judge(settings.judge, settings, own_limits=False)  # the worker's judge budget applies them
     settings = _free_web_port(settings)
     with quiet_kafka_logs(verbose):
         created = run(_reachable(settings, partitions))

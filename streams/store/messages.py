@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 import asyncpg
 
@@ -24,6 +25,19 @@ SELECT * FROM (
             AND ($3::timestamptz IS NULL OR o.ts >= $3) AND ($4::timestamptz IS NULL OR o.ts <= $4)))
     ORDER BY m.ts DESC, m.seq DESC LIMIT $5::bigint
 ) recent ORDER BY ts, seq"""
+
+
+#: First attempts recorded in a window (their correction logs), with what the record kept of the draft: the
+#: channel, recipient and name of a committed draft come from its message (the draft id is its message id).
+_RECORDED_DRAFTS_SQL = """
+SELECT c.draft_id, c.agent_id, c.run_id, c.original_text, c.created_at,
+       coalesce(m.agent_name, a.name) AS agent_name, m.channel, m.recipient,
+       (SELECT count(*) FROM correction_logs r WHERE r.draft_id = c.draft_id AND r.attempt_number > 1) AS retries
+FROM correction_logs c
+JOIN agents a ON a.id = c.agent_id
+LEFT JOIN run_messages m ON m.message_id = c.draft_id
+WHERE c.attempt_number = 1 AND c.created_at >= $1 AND ($2::timestamptz IS NULL OR c.created_at < $2)
+ORDER BY c.created_at, c.draft_id"""
 
 
 class MessageQueries:
@@ -79,6 +93,12 @@ class MessageQueries:
         )
         if runs:
             await conn.executemany("INSERT INTO runs (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", runs)
+
+    async def recorded_drafts(self, since: datetime, until: datetime | None) -> list[dict[str, Any]]:
+        """The first attempts judged in ``[since, until)``, oldest first, as the database recorded them: draft id,
+        agent id, run id, text, and (for committed drafts) agent name, channel and recipient; ``retries``: how
+        many later attempts of the draft were recorded."""
+        return [dict(r) for r in await self.pool.fetch(_RECORDED_DRAFTS_SQL, since, until)]
 
     async def count(self, table: str) -> int:
         if table not in {"correction_logs", "run_messages", "agents", "evaluation_runs", "evaluation_scores"}:

@@ -16,6 +16,7 @@ from engine.errors import ConfigurationError, ServiceError
 from engine.redaction import ENCODING_HINT, mask_text, mask_url, userinfo_needs_encoding
 from streams.store.configuration import ConfigurationQueries
 from streams.store.messages import MessageQueries
+from streams.store.restore import RestoreQueries
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -28,7 +29,7 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=_json, decoder=orjson.loads, schema="pg_catalog")
 
 
-class Store(ConfigurationQueries, MessageQueries):
+class Store(ConfigurationQueries, MessageQueries, RestoreQueries):
     """An asyncpg pool plus every query persona-drift runs (one mixin per concern)."""
 
     def __init__(self, pool: asyncpg.Pool) -> None:

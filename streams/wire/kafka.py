@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaConnectionError, KafkaError
 from aiokafka.helpers import create_ssl_context
 
 from engine.errors import ConfigurationError, ServiceError
 from engine.settings import Settings
-from streams.wire.topics import all_topics
+from streams.wire.topics import all_topics, topic_configs
 
 TOPIC_EXISTS = 36
+log = logging.getLogger(__name__)
 
 
 def ssl_context(settings: Settings) -> ssl.SSLContext | None:
@@ -55,15 +58,19 @@ def consumer_kwargs(settings: Settings) -> dict[str, Any]:
 
 
 async def create_topics(settings: Settings, *, partitions: int = 3, timeout_s: float = 15.0) -> list[str]:
-    """Create every topic of the protocol and the tables' changelogs; return the names created now."""
+    """Create every topic of the protocol and the tables' changelogs (compacted); return the names created now."""
     admin = AIOKafkaAdminClient(**client_kwargs(settings))
     await start_with_retry(admin, settings.broker, timeout_s)
     try:
         existing = set(await admin.list_topics())
         wanted = [name for name in all_topics(settings) if name not in existing]
+        await compact_existing(admin, settings, sorted(existing))
         if not wanted:
             return []
-        response = await admin.create_topics([NewTopic(name, partitions, 1) for name in wanted])
+        configs = topic_configs(settings)  # changelogs are compacted (see streams.wire.topics.topic_configs)
+        response = await admin.create_topics(
+            [NewTopic(name, partitions, 1, topic_configs=configs.get(name, {})) for name in wanted]
+        )
         failed = [
             f"{topic}: {message or code}"
             for topic, code, message in response.topic_errors
@@ -74,6 +81,28 @@ async def create_topics(settings: Settings, *, partitions: int = 3, timeout_s: f
         return wanted
     finally:
         await admin.close()
+
+
+async def compact_existing(admin: AIOKafkaAdminClient, settings: Settings, existing: list[str]) -> list[str]:
+    """Give the changelogs among ``existing`` topics the configuration they lack (created by hand or by an earlier
+    version without compaction); returns the names changed. Best effort: a broker that cannot describe or alter
+    topic configurations gets a warning naming what to set."""
+    wanted = topic_configs(settings)
+    names = [name for name in existing if name in wanted]
+    if not names:
+        return []
+    try:
+        described = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, n) for n in names])
+        current = {r[3]: {e[0]: e[1] for e in r[4]} for response in described for r in response.resources}
+        wrong = [n for n in names if any(current.get(n, {}).get(k) != v for k, v in wanted[n].items())]
+        if wrong:
+            await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, n, configs=wanted[n]) for n in wrong])
+            log.warning("changelog topic(s) %s now compacted (%s)", ", ".join(wrong), wanted[wrong[0]])
+        return wrong
+    except KafkaError as exc:
+        log.warning("cannot check the changelogs' configuration (%s): set cleanup.policy=compact on %s", exc,
+                    ", ".join(names))  # fmt: skip
+        return []
 
 
 async def start_with_retry(client: Any, broker: str, timeout_s: float) -> None:

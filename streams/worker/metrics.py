@@ -19,24 +19,29 @@ from streams.services.stats import GateStats
 CONTENT_TYPE = "text/plain; version=0.0.4"  # aiohttp adds the charset; it refuses one here
 
 
-def _counter(name: str, doc: str, value: float | None = None, label: str | None = None, by: Any = None) -> Metric:
-    family = CounterMetricFamily(f"drift_{name}", doc, labels=[label] if label else None)
+def _family(
+    kind: type[CounterMetricFamily | GaugeMetricFamily],
+    name: str,
+    doc: str,
+    value: float | None = None,
+    label: str | None = None,
+    by: Any = None,
+) -> Metric:
+    family = kind(f"drift_{name}", doc, labels=[label] if label else None)
     if label:
         for key, n in sorted(by.items()):
             family.add_metric([key], float(n))
     else:
         family.add_metric([], float(value or 0))
     return family
+
+
+def _counter(name: str, doc: str, value: float | None = None, label: str | None = None, by: Any = None) -> Metric:
+    return _family(CounterMetricFamily, name, doc, value, label, by)
 
 
 def _gauge(name: str, doc: str, value: float | None = None, label: str | None = None, by: Any = None) -> Metric:
-    family = GaugeMetricFamily(f"drift_{name}", doc, labels=[label] if label else None)
-    if label:
-        for key, n in sorted(by.items()):
-            family.add_metric([key], float(n))
-    else:
-        family.add_metric([], float(value or 0))
-    return family
+    return _family(GaugeMetricFamily, name, doc, value, label, by)
 
 
 class GateStatsCollector(Collector):
@@ -65,6 +70,14 @@ class GateStatsCollector(Collector):
         yield _counter("judge_calls", "Judge calls of the gate's checks.", s["judge_calls"])
         yield _counter("judge_tokens", "Judge tokens by kind.", label="kind", by=s["token_usage"])
         yield _counter("dead_letters", "Records sent to the dead-letter topic.", s["dead_letters"])
+        state = s["state"]
+        yield _gauge("agents_in_memory", "Distinct agents with state in this worker (idle ones are evicted).",
+                     state.get("agents_in_memory"))  # fmt: skip
+        yield _gauge("pending_attempts", "pending-attempts entries in memory.", state.get("pending_attempts"))
+        yield _gauge("table_restore_seconds", "Last assignment to its tables being restored and ready.",
+                     state.get("table_restore_seconds"))  # fmt: skip
+        yield _gauge("sink_lag_records", "Records on a sink's topic its consumer group has not committed.",
+                     label="sink", by=state.get("sink_lag_records") or {})  # fmt: skip
 
 
 def metrics_registry(stats: GateStats) -> CollectorRegistry:

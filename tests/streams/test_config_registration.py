@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import Any
 
 from engine.models import AgentConfig
 from streams.services.configs import ConfigCache
@@ -24,6 +25,12 @@ class RegisteringStore:
         self.rows: dict[str, AgentConfig] = {}
         self.fresh: list[str] = []
 
+    async def configs_newest(self) -> datetime | None:
+        return None
+
+    async def configs_of(self, agent_ids: Iterable[str]) -> dict[str, AgentConfig]:
+        return {a: self.rows[a] for a in agent_ids if a in self.rows}
+
     async def ensure_agents(self, agents: Iterable[tuple[str, str | None]]) -> None:
         for agent_id, _ in agents:
             if agent_id not in self.rows:
@@ -36,37 +43,45 @@ class RegisteringStore:
         return changed, datetime.now(UTC)
 
 
+async def _loaded(store: RegisteringStore) -> ConfigCache:
+    async def port() -> Any:
+        return store
+
+    cache = ConfigCache(port, wait_for_store=True)
+    await cache.load(store)  # type: ignore[arg-type]
+    return cache
+
+
 async def test_a_topic_configuration_is_not_replaced_by_the_registration_defaults() -> None:
     store = RegisteringStore()
-    cache = ConfigCache(store, wait_for_store=True)  # type: ignore[arg-type]
-    await cache.load()
+    cache = await _loaded(store)
     assert cache.get("s1.treatment.p01") == AgentConfig()  # seen first (a step), registered on the next refresh
     cache.apply("s1.treatment.p01", GATED)  # then its configuration arrives on the topic
-    await cache.refresh()
+    await cache.refresh(store)  # type: ignore[arg-type]
     assert "s1.treatment.p01" in store.rows  # still registered
     assert cache.get("s1.treatment.p01") == GATED
 
 
 async def test_a_stored_change_still_reaches_an_agent_seen_with_the_defaults() -> None:
     store = RegisteringStore()
-    cache = ConfigCache(store, wait_for_store=True)  # type: ignore[arg-type]
-    await cache.load()
+    cache = await _loaded(store)
     cache.get("p02")
-    await cache.refresh()
+    await cache.refresh(store)  # type: ignore[arg-type]
     store.rows["p02"], store.fresh = GATED, ["p02"]  # `drift config set` wrote the store
-    await cache.refresh()
+    await cache.refresh(store)  # type: ignore[arg-type]
     assert cache.get("p02") == GATED
 
 
 async def test_a_sinks_placeholder_row_does_not_reset_a_topic_configuration() -> None:
     store = RegisteringStore()
-    cache = ConfigCache(store, wait_for_store=True)  # type: ignore[arg-type]
-    await cache.load()
+    cache = await _loaded(store)
     cache.apply("s1.treatment.p03", GATED)
     store.rows["s1.treatment.p03"], store.fresh = AgentConfig(), ["s1.treatment.p03"]  # the sink stored a message
-    await cache.refresh()
+    await cache.refresh(store)  # type: ignore[arg-type]
     assert cache.get("s1.treatment.p03") == GATED
     store.rows["s1.treatment.p03"] = changed = AgentConfig(gate_fluency_enabled=True)
     store.fresh = ["s1.treatment.p03"]  # a real change in the store still wins
-    await cache.refresh()
+    await cache.refresh(store)  # type: ignore[arg-type]
     assert cache.get("s1.treatment.p03") == changed
+    cache.drop("s1.treatment.p03")  # evicted: nothing of it stays
+    assert "s1.treatment.p03" not in cache._announced

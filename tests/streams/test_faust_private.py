@@ -129,14 +129,22 @@ def test_a_library_private_name_outside_the_adapter_is_caught(tmp_path: Path) ->
 
 
 def test_direct_tables_take_a_real_memory_table_and_refuse_a_persisted_one(tmp_path: Path) -> None:
-    from streams.runtime.faust_app import faust_app
+    from faust.stores.memory import Store as FaustMemoryStore
 
-    app = faust_app(Settings(data_dir=tmp_path, database_url=""), partitions=1)
+    from streams.runtime.faust_app import faust_app
+    from streams.runtime.restore import RestoreStore
+    from tests.streams.fakes import NothingToClose, no_skipped_batches
+
+    app = faust_app(
+        Settings(data_dir=tmp_path, database_url=""), partitions=1, closing=NothingToClose(), skipped=no_skipped_batches
+    )
 
     async def send(*args: Any) -> Any:
         raise AssertionError("never sent")
 
-    assert faust_private.table_store_url(app.Table("in-memory", default=list)).startswith("memory:")
+    table = app.Table("in-memory", default=list)
+    assert faust_private.table_store_url(table).startswith("drift-memory:")  # bounded restores, same memory store
+    assert isinstance(table.data, RestoreStore) and isinstance(table.data, FaustMemoryStore)
     DirectTable(app.Table("in-memory-2", default=list), send)
     persisted = faust.App("persisted", store="rocksdb://", autodiscover=False)
     with pytest.raises(ConfigurationError, match="rocksdb"):

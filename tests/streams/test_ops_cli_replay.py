@@ -98,3 +98,34 @@ def test_only_first_attempts_in_the_window_are_replayed(
 ) -> None:
     draft = {"draft_id": "d1", "attempt": attempt, "agent_id": "jim", "agent_name": "Jim", "text": "hi"}
     assert disposition(_record(draft, key=key, timestamp=timestamp), Window(0, 2_000)) is expected
+
+
+# -- replay from the database ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", [[], ["--from-topic", "drift.drafts", "--from-database"]])
+def test_replay_takes_exactly_one_source(source: list[str]) -> None:
+    import subprocess
+
+    from tests.stack import DRIFT
+
+    args = [DRIFT, "replay", *source, "--since", "-1h", "--to-prefix", "x."]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and done.stderr.strip() == "drift: give either --from-topic or --from-database"
+
+
+def test_a_recorded_first_attempt_becomes_the_same_draft_again() -> None:
+    from streams.client.replay_database import draft_of
+
+    row = {"draft_id": "d1", "agent_id": "pam", "run_id": "r1", "original_text": "Hi", "agent_name": "Pam",
+           "channel": "#office", "recipient": None}  # fmt: skip
+    draft = draft_of(row)
+    assert draft is not None
+    assert (draft.draft_id, draft.attempt, draft.agent_id, draft.text, draft.channel) == (
+        "d1",
+        1,
+        "pam",
+        "Hi",
+        "#office",
+    )
+    assert draft_of({**row, "original_text": "x" * 40_000}) is None  # larger than a draft may be today: invalid

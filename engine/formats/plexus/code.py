@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +20,7 @@ from engine.errors import DriftError
 from engine.formats.sandbox import Limits, run_sandboxed
 
 RUNNER = Path(__file__).with_name("coderunner.py")
+MODULE = "plexus_code"  # the name the child imports the user's code under
 #: Limits of one code-node call: plenty for decision logic, little for anything else.
 CODE_LIMITS = Limits(wall_s=5.0, cpu_s=2, memory_mb=256, file_mb=1, max_output_bytes=1024 * 1024)
 
@@ -39,19 +41,11 @@ class CodeRequest:
 
 
 async def run_code(request: CodeRequest, *, limits: Limits = CODE_LIMITS) -> Any:
-    payload = json.dumps(
-        {
-            "kind": request.kind,
-            "code": request.code,
-            "function": request.function,
-            "parameters": request.parameters,
-            "text": request.text,
-            "metadata": request.metadata,
-            "state": request.state,
-        },
-        default=str,
-    ).encode()
-    done = await run_sandboxed([sys.executable, "-I", "-S", str(RUNNER)], payload, limits=limits)
+    """Run one code-node call in a sandboxed child; the user's code goes to it as a module file, read-only."""
+    with tempfile.TemporaryDirectory(prefix="drift-code-") as module_dir:
+        (Path(module_dir) / f"{MODULE}.py").write_text(request.code, encoding="utf-8")
+        payload = _payload(request, module_dir)
+        done = await run_sandboxed([sys.executable, "-I", "-S", str(RUNNER)], payload, limits=limits)
     if done.error is not None:
         raise CodeNodeError(done.error)
     try:
@@ -62,3 +56,16 @@ async def run_code(request: CodeRequest, *, limits: Limits = CODE_LIMITS) -> Any
     if not isinstance(answer, dict) or not answer.get("ok"):
         raise CodeNodeError(str(answer.get("error") if isinstance(answer, dict) else answer))
     return answer.get("result")
+
+
+def _payload(request: CodeRequest, module_dir: str) -> bytes:
+    fields = {
+        "kind": request.kind,
+        "module_dir": module_dir,
+        "function": request.function,
+        "parameters": request.parameters,
+        "text": request.text,
+        "metadata": request.metadata,
+        "state": request.state,
+    }
+    return json.dumps(fields, default=str).encode()

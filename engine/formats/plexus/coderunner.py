@@ -1,6 +1,7 @@
 """The child side of a Plexus code node: run by ``engine.formats.plexus.code`` under the sandbox, never imported.
 
-Reads one JSON request on stdin, runs the user's function and writes one JSON answer on stdout:
+Reads one JSON request on stdin, imports the user's code as the module ``plexus_code`` from the directory the
+parent wrote it to (``module_dir``), calls the named function and writes one JSON answer on stdout:
 ``{"ok": true, "result": …}`` or ``{"ok": false, "error": "…"}``. Before the user's code runs, environment
 variables become unreadable (any access raises) and an audit hook refuses sockets, subprocesses, native
 libraries and opening files outside the Python installation (``/proc/<worker>/environ`` would hand out the
@@ -10,6 +11,7 @@ Uses the standard library only (it runs with ``python -I -S``).
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -54,11 +56,9 @@ class _NoEnvironment(MutableMapping[str, str]):
         return self._refuse()
 
 
-#: the only files code may open: the Python installation, read-only (so imports work). Nothing else — in
-#: particular not ``/proc/<worker>/environ``, which holds the worker's secrets.
-_READABLE = tuple(
-    {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
-)
+#: the only files code may open: the Python installation and the user's module, read-only (so imports work).
+#: Nothing else — in particular not ``/proc/<worker>/environ``, which holds the worker's secrets.
+_READABLE = [os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}]
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
@@ -69,7 +69,7 @@ def _check_open(path: object, mode: object, flags: object) -> None:
     writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
         isinstance(flags, int) and bool(flags & _WRITE_FLAGS)
     )
-    if writes or not os.path.realpath(name).startswith(_READABLE):
+    if writes or not os.path.realpath(name).startswith(tuple(_READABLE)):
         raise PermissionError(f"code nodes may not open files ({name})")
 
 
@@ -115,10 +115,22 @@ class Score:
     Result = Result
 
 
+MODULE = "plexus_code"
+
+
+def _load(module_dir: str) -> Any:
+    """Import the user's module (its top level runs here, after the audit hook is in place); ``Score`` is
+    provided as a builtin, as Plexus code expects it without an import."""
+    import builtins
+
+    builtins.Score = Score  # type: ignore[attr-defined]
+    sys.dont_write_bytecode = True
+    sys.path.insert(0, module_dir)
+    return importlib.import_module(MODULE)
+
+
 def _call(request: dict[str, Any]) -> Any:
-    namespace: dict[str, Any] = {"Score": Score, "__name__": "plexus_code"}
-    exec(compile(request["code"], "<code>", "exec"), namespace)  # noqa: S102 — this process is the sandbox
-    function = namespace.get(request["function"])
+    function = getattr(_load(request["module_dir"]), request["function"], None)
     if not callable(function):
         raise NameError(f"the code defines no function {request['function']!r}")
     parameters = Attributes(request.get("parameters") or {})
@@ -142,13 +154,15 @@ def _call(request: dict[str, Any]) -> Any:
 def _where(exc: BaseException) -> str:
     import traceback  # only when reporting a failure: it pulls in linecache and tokenize
 
-    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__) if frame.filename == "<code>"]
+    frames = traceback.extract_tb(exc.__traceback__)
+    lines = [frame.lineno for frame in frames if os.path.basename(frame.filename) == f"{MODULE}.py"]
     return f" (code line {lines[-1]})" if lines else ""
 
 
 def main() -> None:
     request = json.loads(sys.stdin.buffer.read())
     os.environ = _NoEnvironment()  # type: ignore[assignment]  # noqa: B003 — replaced on purpose, not cleared
+    _READABLE.append(os.path.realpath(request["module_dir"]) + os.sep)
     sys.addaudithook(_audit)
     try:
         answer: dict[str, Any] = {"ok": True, "result": _call(request)}

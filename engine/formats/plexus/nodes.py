@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from rapidfuzz import fuzz, process
 
@@ -128,17 +128,16 @@ def _code_state(state: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in state.items() if k not in {"text", "metadata", "results"}}
 
 
+async def _run_code_node(
+    ctx: NodeContext, node: Node, state: dict[str, Any], kind: Literal["score", "node"], function: str
+) -> Any:
+    text, metadata = str(state.get("text", "")), dict(state.get("metadata") or {})
+    request = CodeRequest(kind, node.code or "", function, node.parameters, text, metadata, _code_state(state))
+    return await run_code(request, limits=ctx.code_limits)
+
+
 async def logical_classifier(ctx: NodeContext, node: Node, state: dict[str, Any]) -> dict[str, Any]:
-    request = CodeRequest(
-        "score",
-        node.code or "",
-        "score",
-        node.parameters,
-        str(state.get("text", "")),
-        dict(state.get("metadata") or {}),
-        _code_state(state),
-    )
-    answer = await run_code(request, limits=ctx.code_limits)
+    answer = await _run_code_node(ctx, node, state, "score", "score")
     if answer is None:
         return {}
     metadata = dict(answer.get("metadata") or {})
@@ -148,16 +147,7 @@ async def logical_classifier(ctx: NodeContext, node: Node, state: dict[str, Any]
 
 
 async def logical_node(ctx: NodeContext, node: Node, state: dict[str, Any]) -> dict[str, Any]:
-    request = CodeRequest(
-        "node",
-        node.code or "",
-        node.function_name or "",
-        node.parameters,
-        str(state.get("text", "")),
-        dict(state.get("metadata") or {}),
-        _code_state(state),
-    )
-    answer = await run_code(request, limits=ctx.code_limits)
+    answer = await _run_code_node(ctx, node, state, "node", node.function_name or "")
     if answer is None:
         return {}
     if not isinstance(answer, dict):

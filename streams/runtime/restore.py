@@ -1,0 +1,308 @@
+"""Table restores bounded by live state, not by history, on a broker that never compacts.
+
+Faust restores a table by replaying its changelog from the first offset the broker still holds. Kafka compacts
+changelogs (:func:`streams.wire.topics.topic_configs`), so that is about one record per live key there; the
+embedded broker (Tansu, memory storage) keeps every record until it stops, so each restore — a worker joining,
+a rebalance, a restart — replayed all history (16 s after 150,000 drafts, growing).
+
+The mechanism here, used on every broker unless ``DRIFT_RESTORE_WINDOW_S=0``:
+
+* **A checkpoint index in PostgreSQL.** Every ``DRIFT_RESTORE_CHECKPOINT_S`` a worker records the end offset of
+  each changelog partition it owns (``changelog_checkpoints``). Every record before such an offset was written
+  by then.
+* **Restore the tail only.** When a worker is assigned a partition, each table's changelog is read from the
+  newest checkpoint at least ``DRIFT_RESTORE_WINDOW_S`` old (Faust's ``persisted_offset`` hook of the store),
+  not from the beginning. A checkpoint of an earlier broker life (the embedded broker forgets everything when
+  ``drift up`` stops) is recognised — its offset is past the end, or the record before it is younger than the
+  checkpoint — and ignored.
+* **Rebuild what lives longer than the tail from the record.** The only long-lived state is an agent's
+  ``recent-messages`` window (its similarity window): once the tail is applied, every agent of the worker's
+  partitions that has no entry gets its newest committed actions from ``run_messages`` (PostgreSQL). Pending
+  attempts and verdict records older than the window are not restored: a pending entry that old counts as
+  expired, and a draft is redelivered only while its offset is uncommitted (seconds). Windowed action counts
+  older than the window restart from what the window holds (an evaluation may come later, never twice).
+
+The same rebuild makes the windows survive a restart of the embedded stack: the broker comes back empty, the
+checkpoints of its earlier life are ignored, and the windows come from PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.partitioner import murmur2
+from faust.stores import STORES
+from faust.stores.memory import Store as MemoryStore
+from mode import Service
+
+from engine.settings import Settings
+from streams.store.restore import Checkpoint, RecentAction, RestoreQueries
+from streams.wire.kafka import consumer_kwargs, start_with_retry
+
+log = logging.getLogger(__name__)
+
+STORE_SCHEME = "drift-memory"
+STORE_URL = f"{STORE_SCHEME}://"
+#: How long a restore waits for the database to look up checkpoints before it replays whole changelogs.
+LOOKUP_WAIT_S = 10.0
+#: Checkpoint rows are kept this many windows back (plus the newest older one per partition).
+KEEP_WINDOWS = 2
+#: The table whose entries are rebuilt from the record after a restore.
+SEEDED_TABLE = "recent-messages"
+
+Database = Callable[[float | None], Awaitable[RestoreQueries | None]]
+
+
+def register_store() -> str:
+    """Make ``drift-memory://`` name :class:`RestoreStore` for Faust (idempotent); returns the URL."""
+    STORES.aliases.setdefault(STORE_SCHEME, f"{__name__}:RestoreStore")
+    return STORE_URL
+
+
+def agent_partition(agent_id: str, partitions: int) -> int:
+    """The partition of a record keyed ``agent_id`` (Kafka's default partitioner, murmur2, as every producer of
+    the protocol uses: drafts and messages of one agent share a partition, and so do its table entries)."""
+    hashed: int = murmur2(agent_id.encode("utf-8"))
+    return (hashed & 0x7FFFFFFF) % partitions
+
+
+def recent_entries(actions: Iterable[RecentAction]) -> dict[str, list[dict[str, Any]]]:
+    """Per agent, its ``recent-messages`` entries rebuilt from its newest actions (oldest first), in the shape
+    :func:`streams.services.gate.remember_commit` writes; ``n`` is the action's ordinal among the agent's."""
+    grouped: dict[str, list[RecentAction]] = {}
+    for action in actions:
+        grouped.setdefault(action.agent_id, []).append(action)
+    entries: dict[str, list[dict[str, Any]]] = {}
+    for agent_id, rows in grouped.items():
+        first = rows[0].total - len(rows) + 1
+        entries[agent_id] = [
+            {"id": r.message_id, "text": r.text, "channel": r.channel, "n": first + i} for i, r in enumerate(rows)
+        ]
+    return entries
+
+
+class RestorePlan:
+    """Shared by the tables of one worker: restore start offsets, checkpoints, and the rebuild of the windows.
+
+    ``database(timeout)`` returns the store once it is open (None after ``timeout`` seconds; None waits
+    forever); ``kept``: entries per agent in ``recent-messages``.
+    """
+
+    def __init__(
+        self, settings: Settings, database: Database, *, partitions: int, kept: int,
+        close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:  # fmt: skip
+        self.settings = settings
+        self.database = database
+        self._close_database = close
+        self.partitions = partitions
+        self.kept = kept
+        self.restore_started: float | None = None
+        self.last_restore_s: float | None = None
+        self._generation = -1
+        self._consumer: AIOKafkaConsumer | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.restore_window_s > 0
+
+    def restore_seconds(self) -> float | None:
+        """How long the last table restore took (partitions assigned → every table restored and rebuilt)."""
+        return self.last_restore_s
+
+    async def consumer(self) -> AIOKafkaConsumer:
+        async with self._lock:
+            if self._consumer is None:
+                consumer = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
+                await start_with_retry(consumer, self.settings.broker, 30.0)
+                self._consumer = consumer
+            return self._consumer
+
+    async def close(self) -> None:
+        if self._consumer is not None:
+            consumer, self._consumer = self._consumer, None
+            await consumer.stop()
+        if self._close_database is not None:
+            await self._close_database()
+
+    async def start_offsets(self, topic: str, partitions: Iterable[int]) -> dict[int, int]:
+        """Per partition of changelog ``topic``, the offset its restore starts at (absent: the beginning)."""
+        if not self.enabled:
+            return {}
+        db = await self.database(LOOKUP_WAIT_S)
+        if db is None:
+            log.warning("no database within %.0f s: %s is restored from its beginning", LOOKUP_WAIT_S, topic)
+            return {}
+        before = datetime.now(UTC) - timedelta(seconds=self.settings.restore_window_s)
+        wanted = set(partitions)
+        found = [c for c in await db.checkpoints_before([topic], before) if c.partition in wanted]
+        return await self._valid(found)
+
+    async def _valid(self, found: list[Checkpoint]) -> dict[int, int]:
+        """The checkpoints of this broker's life: the offset is not past the end and the record just before it
+        was written no later than the checkpoint (a record of a later life is younger than every old one)."""
+        if not found:
+            return {}
+        consumer = await self.consumer()
+        tps = {c.partition: TopicPartition(c.topic, c.partition) for c in found if c.end_offset > 0}
+        ends = await consumer.end_offsets(list(tps.values())) if tps else {}
+        candidates = [c for c in found if c.end_offset > 0 and c.end_offset <= ends.get(tps[c.partition], -1)]
+        stamps = await self._timestamps(consumer, {tps[c.partition]: c.end_offset - 1 for c in candidates})
+        valid: dict[int, int] = {}
+        for c in candidates:
+            stamp = stamps.get(tps[c.partition])
+            if stamp is not None and stamp <= c.taken_at.timestamp() * 1000:
+                valid[c.partition] = c.end_offset
+        return valid
+
+    @staticmethod
+    async def _timestamps(consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """The timestamp (ms) of the record at each given offset (absent when it cannot be read in time)."""
+        if not offsets:
+            return {}
+        consumer.assign(list(offsets))
+        for tp, offset in offsets.items():
+            consumer.seek(tp, offset)
+        stamps: dict[TopicPartition, int] = {}
+        deadline = time.monotonic() + 5.0
+        while len(stamps) < len(offsets) and time.monotonic() < deadline:
+            batch = await consumer.getmany(*[tp for tp in offsets if tp not in stamps], timeout_ms=500)
+            for tp, records in batch.items():
+                at = next((r for r in records if r.offset == offsets[tp]), None)
+                if at is not None:
+                    stamps[tp] = at.timestamp
+                elif records and records[0].offset > offsets[tp]:
+                    stamps[tp] = -1  # no longer held: the checkpoint cannot be checked
+        consumer.assign([])
+        return {tp: s for tp, s in stamps.items() if s >= 0}
+
+    async def record_checkpoints(self, topic: str, partitions: Iterable[int], last: dict[int, int]) -> None:
+        """Record the end offsets of ``topic``'s ``partitions`` that moved since ``last`` (updated in place)."""
+        db = await self.database(0.0)
+        if db is None:
+            return
+        consumer = await self.consumer()
+        tps = [TopicPartition(topic, p) for p in sorted(partitions)]
+        ends = await consumer.end_offsets(tps) if tps else {}
+        now = datetime.now(UTC)
+        rows = [Checkpoint(topic, tp.partition, end, now) for tp, end in ends.items() if last.get(tp.partition) != end]
+        keep_from = now - timedelta(seconds=KEEP_WINDOWS * self.settings.restore_window_s)
+        await db.record_checkpoints(rows, keep_from)
+        last.update({row.partition: row.end_offset for row in rows})
+
+    async def rebuild(
+        self, data: MutableMapping[Any, Any], note: Callable[[str, int], None], partitions: set[int]
+    ) -> int:
+        """Give every agent of ``partitions`` without an entry its newest committed actions from the record;
+        returns how many agents were rebuilt. Agents idle longer than ``DRIFT_AGENT_IDLE_TTL_S`` (when the
+        worker has that setting) stay out: idle eviction dropped them on purpose."""
+        db = await self.database(None)
+        if db is None:  # said why; the windows of these partitions start empty
+            return 0
+        ttl = getattr(self.settings, "agent_idle_ttl_s", None)
+        since = datetime.now(UTC) - timedelta(seconds=float(ttl)) if ttl else None
+        rebuilt = 0
+        for agent_id, entries in recent_entries(await db.recent_actions(since, self.kept)).items():
+            partition = agent_partition(agent_id, self.partitions)
+            if partition in partitions and agent_id not in data:
+                data[agent_id] = entries
+                note(agent_id, partition)
+                rebuilt += 1
+        return rebuilt
+
+    def restore_began(self, generation_id: int) -> None:
+        """A table is assigned partitions: the first table of a rebalance starts the clock."""
+        if generation_id != self._generation or self.restore_started is None:
+            self._generation = generation_id
+            self.restore_started = time.monotonic()
+
+    def restore_ended(self) -> None:
+        """A table is restored (and rebuilt): the last one of a rebalance stops the clock."""
+        if self.restore_started is not None:
+            self.last_restore_s = time.monotonic() - self.restore_started
+
+
+def plan_of(app: Any) -> RestorePlan | None:
+    plan = getattr(app, "restore", None)
+    return plan if isinstance(plan, RestorePlan) else None
+
+
+class RestoreStore(MemoryStore[Any, Any]):
+    """Faust's in-memory table store whose restore starts at a checkpoint (see the module docstring); without a
+    :class:`RestorePlan` on the app (``app.restore``) it is Faust's memory store.
+
+    Keys written directly (:class:`streams.runtime.tables.DirectTable`) have their partition noted too, so a
+    partition this worker no longer owns leaves its memory at the end of the next restore, as restored keys do.
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.partition_of: dict[Any, int] = {}
+        self.starts: dict[int, int] = {}
+        self.active: set[int] = set()
+        self.checkpointed: dict[int, int] = {}
+
+    @property
+    def topic(self) -> str:
+        name: str = self.table.changelog_topic.get_topic_name()
+        return name
+
+    def note_partition(self, key: Any, partition: int | None) -> None:
+        """``key`` was written for ``partition`` (None: deleted)."""
+        if partition is None:
+            self.partition_of.pop(key, None)
+        else:
+            self.partition_of[key] = partition
+
+    def persisted_offset(self, tp: Any) -> int | None:
+        """Where Faust starts reading ``tp`` (it reads from this offset on: the record before the checkpoint,
+        already applied, is read again, which is harmless and keeps Faust's consistency check content)."""
+        start = self.starts.get(tp.partition)
+        return None if start is None else start - 1
+
+    async def on_rebalance(self, assigned: Any, revoked: Any, newly_assigned: Any, generation_id: int = 0) -> None:
+        await super().on_rebalance(assigned, revoked, newly_assigned, generation_id)
+        plan = plan_of(self.app)
+        if plan is None:
+            return
+        plan.restore_began(generation_id)
+        try:
+            self.starts = await plan.start_offsets(self.topic, {tp.partition for tp in assigned})
+        except Exception:  # the broker or the database failed: replay whole changelogs (slower, never wrong)
+            log.exception("no restore checkpoints for %s; restoring from the beginning", self.topic)
+            self.starts = {}
+
+    async def on_recovery_completed(self, active_tps: Any, standby_tps: Any) -> None:
+        await super().on_recovery_completed(active_tps, standby_tps)
+        self.active = {tp.partition for tp in active_tps}
+        for key in [k for k, p in self.partition_of.items() if p not in self.active]:
+            self.data.pop(key, None)
+            del self.partition_of[key]
+        plan = plan_of(self.app)
+        if plan is None:
+            return
+        if plan.enabled and self.table.name == SEEDED_TABLE and self.active:
+            rebuilt = await plan.rebuild(self.data, self.note_partition, self.active)
+            log.info("%s: %d agent window(s) rebuilt from the database", self.topic, rebuilt)
+        plan.restore_ended()
+
+    @Service.task
+    async def _checkpoints(self) -> None:
+        """Record this table's changelog end offsets for the partitions it owns, every checkpoint interval."""
+        plan = plan_of(self.app)
+        if plan is None or not plan.enabled:
+            return
+        while not self.should_stop:
+            await self.sleep(plan.settings.restore_checkpoint_s)
+            if self.active:
+                try:
+                    await plan.record_checkpoints(self.topic, self.active, self.checkpointed)
+                except Exception as exc:  # the next round tries again
+                    log.warning("restore checkpoint of %s not recorded: %s", self.topic, exc)

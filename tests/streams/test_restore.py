@@ -1,0 +1,112 @@
+"""Bounded restores without a broker: compacted changelog configuration, the windows rebuilt from the record, the
+restore store's start offsets and its memory of partitions (see :mod:`streams.runtime.restore`)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from aiokafka.partitioner import DefaultPartitioner
+from faust.types import TP
+
+from engine.settings import Settings
+from streams.runtime.faust_app import faust_app
+from streams.runtime.restore import RestoreStore, agent_partition, recent_entries
+from streams.services.gate import RECENT_KEPT, remember_commit
+from streams.store.restore import RecentAction
+from streams.wire import kafka
+from streams.wire.topics import changelog_topics, topic_configs
+from tests.streams.fakes import NothingToClose, no_skipped_batches
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_every_changelog_is_compacted_and_the_windowed_one_expires() -> None:
+    settings = Settings(topic_prefix="p.", eval_window_s=600)
+    configs = topic_configs(settings)
+    assert set(configs) == set(changelog_topics(settings))
+    counts = next(name for name in configs if "message-counts" in name)
+    assert configs.pop(counts) == {"cleanup.policy": "compact,delete", "retention.ms": "1200000"}
+    assert all(c == {"cleanup.policy": "compact"} for c in configs.values()) and len(configs) == 3
+
+
+def test_topic_creation_sends_the_changelog_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    created: list[Any] = []
+
+    class Admin:
+        def __init__(self, **kwargs: Any) -> None: ...
+        async def start(self) -> None: ...
+        async def close(self) -> None: ...
+        async def list_topics(self) -> list[str]:
+            return []
+
+        async def create_topics(self, topics: list[Any]) -> Any:
+            created.extend(topics)
+            return SimpleNamespace(topic_errors=[(t.name, 0, None) for t in topics])
+
+    monkeypatch.setattr(kafka, "AIOKafkaAdminClient", Admin)
+    settings = Settings(topic_prefix="p.")
+    asyncio.run(kafka.create_topics(settings))
+    configs = {t.name: t.topic_configs for t in created}
+    for name in changelog_topics(settings):
+        assert configs[name]["cleanup.policy"].startswith("compact"), name
+    assert configs["p.drafts"] == {}  # protocol topics keep the broker's defaults (delete after retention)
+
+
+def test_the_compose_docs_say_changelogs_are_compacted() -> None:
+    assert "cleanup.policy=compact" in (REPO / "docker-compose.yml").read_text()
+    assert "cleanup.policy=compact" in (REPO / "docs" / "operations.md").read_text()
+
+
+def test_rebuilt_entries_are_what_the_gate_wrote() -> None:
+    written: dict[str, Any] = {}
+    texts = [f"message number {i}" for i in range(1, 13)]
+    for i, text in enumerate(texts, 1):
+        remember_commit(written, "kevin", f"m{i}", text, "office" if i % 2 else None)
+    newest = [
+        RecentAction("kevin", f"m{i}", text, "office" if i % 2 else None, total=12) for i, text in enumerate(texts, 1)
+    ][-RECENT_KEPT:]
+    assert recent_entries(newest) == written
+
+
+def test_agent_partition_is_the_producers_default_partitioner() -> None:
+    partitioner = DefaultPartitioner()
+    for agent in ("angela", "oscar", "kevin-42", "Ünïcode"):
+        key = agent.encode()
+        assert agent_partition(agent, 3) == partitioner(key, [0, 1, 2], [0, 1, 2])
+
+
+async def test_a_store_starts_at_its_checkpoint_and_forgets_partitions_it_lost(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, database_url="")
+    app = faust_app(settings, partitions=3, closing=NothingToClose(), skipped=no_skipped_batches)
+    store = app.Table("t", default=list).data
+    assert isinstance(store, RestoreStore)
+    assert store.persisted_offset(TP("x", 0)) is None  # no checkpoint: Faust's beginning
+    store.starts = {1: 500}
+    assert store.persisted_offset(TP("x", 1)) == 499  # the record before is read again
+    store.data.update(a=[1], b=[2], c=[3])
+    for key, partition in (("a", 0), ("b", 1), ("c", 2)):
+        store.note_partition(key, partition)
+    await store.on_recovery_completed({TP("x", 0), TP("x", 2)}, set())
+    assert dict(store.data) == {"a": [1], "c": [3]} and store.active == {0, 2}
+
+
+def test_existing_changelogs_without_compaction_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = Settings(topic_prefix="p.")
+    recent, verdicts = (name for name in changelog_topics(settings) if "recent" in name or "verdict" in name)
+    altered: list[Any] = []
+
+    class Admin:
+        async def describe_configs(self, resources: list[Any]) -> list[Any]:
+            entries = {recent: [("cleanup.policy", "delete")], verdicts: [("cleanup.policy", "compact")]}
+            rows = [(0, "", 2, r.name, entries.get(r.name, [])) for r in resources]
+            return [SimpleNamespace(resources=rows)]
+
+        async def alter_configs(self, resources: list[Any]) -> None:
+            altered.extend((r.name, r.configs) for r in resources)
+
+    changed = asyncio.run(kafka.compact_existing(Admin(), settings, sorted([recent, verdicts, "p.drafts"])))
+    assert changed == [recent] and altered == [(recent, {"cleanup.policy": "compact"})]
