@@ -176,7 +176,7 @@ def main() -> None:
     for key, value in out.items():
         print(f"  {key:<28}{value:>10}")
     outside, scoring = m["session_wall"] - m["busy"], m["session_wall"] - m["simulation_s"]
-    print(f"  per session: {m['simulation_s'] / n:.2f} s simulating, {scoring / n:.2f} s scoring and storing; "
+    print(f"  per session: {m['simulation_s'] / n:.2f} s simulating, {scoring / n:.2f} s scoring; "
           f"{outside / n:.2f} s outside LLM calls")  # fmt: skip
     verdict = "ok" if out["exp_outside_llm_share"] <= TARGET_SHARE else "MISSED"
     print(f"  target share of session time outside LLM calls ≤ {TARGET_SHARE:.0%}: {verdict}")
