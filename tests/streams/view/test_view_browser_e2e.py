@@ -58,6 +58,7 @@ def _view(scenario: Scenario, port: int) -> subprocess.Popen[str]:
     return process
 
 
+@pytest.mark.timed
 async def test_pages_render_and_a_live_verdict_appears_within_a_second(scenario: Scenario, tmp_path: Path) -> None:
     binary = chromium()
     if binary is None:
