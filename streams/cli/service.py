@@ -145,7 +145,6 @@ def up(
     """
     from engine.judges.factory import make_judge
     from engine.library import PropositionLibrary
-    from streams.worker.runner import run_worker
     from streams.worker.shutdown import interrupts_abort
 
     settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions,
@@ -162,6 +161,8 @@ def up(
             with quiet_kafka_logs(verbose):
                 run(_prepare(settings, partitions, wait_s))
             _note_judge(judge_impl.name)
+            from streams.worker.runner import run_worker  # Faust: imported once the services answered
+
             database_shown = mask_url(settings.database())  # never a password in the 'ready' line (CI logs)
             ready = (f"ready broker={mask_url(settings.broker)} database={database_shown} judge={judge_impl.name} "
                      f"web=http://{settings.web_host}:{settings.web_port}")  # fmt: skip
@@ -187,7 +188,6 @@ def worker(
     """Run a gate worker against the configured broker and database (scale out by running several)."""
     from engine.judges.factory import make_judge
     from engine.library import PropositionLibrary
-    from streams.worker.runner import run_worker
 
     settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions)
     if not sinks:
@@ -199,6 +199,8 @@ def worker(
     with quiet_kafka_logs(verbose):
         created = run(_reachable(settings, partitions))
     _note_judge(judge_impl.name)
+    from streams.worker.runner import run_worker  # Faust: imported once the services answered
+
     if created:
         print(f"drift: created {len(created)} topic(s) for prefix {settings.topic_prefix!r}", file=sys.stderr)
     ready = (f"ready worker broker={mask_url(settings.broker)} judge={judge_impl.name} "
