@@ -197,22 +197,24 @@ async def _kill_after_first_session(
     process = subprocess.Popen(drift(scenario, "run", SCENARIO, *args), cwd=REPO, env=env(scenario),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     found: dict[str, Any] = {}
+    # one connection for the whole poll: a connection per poll took long enough on a loaded machine for the run
+    # to store every session between two looks
+    async with await Store.connect(scenario.stack.database.url) as store:
 
-    async def one_stored() -> bool:
-        async with await Store.connect(scenario.stack.database.url) as store:
+        async def one_stored() -> bool:
             row = await store.pool.fetchrow(
                 "SELECT e.id, count(s.session_key) AS n FROM experiments e LEFT JOIN experiment_sessions s "
                 "ON s.experiment_id = e.id WHERE NOT e.id = ANY($1) GROUP BY e.id", list(known)
             )  # fmt: skip
-        found.update(dict(row) if row else {})
-        return bool(row and row["n"] >= 1)
+            found.update(dict(row) if row else {})
+            return bool(row and row["n"] >= 1)
 
-    try:
-        assert await eventually(one_stored, timeout_s=60, interval_s=0.05)
-    finally:
-        process.send_signal(sig)
-        code = process.wait(timeout=30)
-    assert code == (0 if sig is signal.SIGINT else -signal.SIGKILL)
-    await one_stored()
+        try:
+            assert await eventually(one_stored, timeout_s=60, interval_s=0.02)
+        finally:
+            process.send_signal(sig)
+            code = await asyncio.to_thread(process.wait, 30)
+        assert code == (0 if sig is signal.SIGINT else -signal.SIGKILL)
+        await one_stored()
     assert 1 <= found["n"] < total, found  # killed mid-way
     return str(found["id"])
