@@ -19,8 +19,10 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.embedded
 	$(BIN)/drift demo
 
+# -n auto: one pytest worker per core, each with its own embedded broker and database (tests/conftest.py);
+# --dist loadfile keeps a file's tests (and its module-scoped workers) on one of them.
 test: $(VENV)/.dev lint typecheck
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --dist loadfile --durations=15
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .

@@ -55,6 +55,8 @@ DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+#: bounds of DRIFT_AGENT_IDLE_TTL_S and DRIFT_PENDING_TTL_S (one second to one year)
+MIN_TTL_S, MAX_TTL_S = 1.0, 365 * 86_400.0
 #: settings that are secrets: never printed, masked by :meth:`Settings.public`
 SECRET_FIELDS = frozenset({"kafka_sasl_password", "anthropic_api_key", "view_token"})
 
@@ -88,6 +90,9 @@ class Settings:
     eval_threshold: int = 50
     eval_cron: str = "0 3 * * *"
     eval_deadline_s: float = 900.0
+    eval_judge_share: float = 0.125  # share of DRIFT_JUDGE_CONCURRENCY evaluations may use (engine.judges.budget)
+    agent_idle_ttl_s: float = 86_400.0  # per-agent state of a worker is dropped after this long idle
+    pending_ttl_s: float = 3_600.0  # earlier attempts of a draft (and its verdict records) are kept this long
     restore_window_s: float = 900.0  # a table restore reads this much changelog tail (0: all of it); see docs
     restore_checkpoint_s: float = 10.0  # how often a worker records its changelog end offsets (restore index)
     kafka_security_protocol: str = "PLAINTEXT"
@@ -100,6 +105,12 @@ class Settings:
     view_token: str | None = field(default=None, repr=False)  # drift view beyond loopback needs it
 
     def __post_init__(self) -> None:
+        for name in ("agent_idle_ttl_s", "pending_ttl_s"):
+            value = getattr(self, name)
+            if not MIN_TTL_S <= value <= MAX_TTL_S:
+                raise ConfigurationError(
+                    f"DRIFT_{name.upper()} must be between {MIN_TTL_S:g} and {MAX_TTL_S:g} seconds, not {value!r}"
+                )
         if self.kafka_security_protocol not in SECURITY_PROTOCOLS:
             raise ConfigurationError(
                 f"DRIFT_KAFKA_SECURITY_PROTOCOL must be one of {', '.join(SECURITY_PROTOCOLS)}, "
@@ -108,6 +119,10 @@ class Settings:
         if self.kafka_compression not in COMPRESSION_TYPES:
             raise ConfigurationError(
                 f"DRIFT_KAFKA_COMPRESSION must be one of {', '.join(COMPRESSION_TYPES)}, not {self.kafka_compression!r}"
+            )
+        if not 0.0 < self.eval_judge_share < 1.0:
+            raise ConfigurationError(
+                f"DRIFT_EVAL_JUDGE_SHARE must be between 0 and 1 (exclusive), not {self.eval_judge_share!r}"
             )
         if self.kafka_sasl_mechanism is not None and self.kafka_sasl_mechanism not in SASL_MECHANISMS:
             raise ConfigurationError(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
 import shutil
 import tempfile
 import textwrap
@@ -31,6 +33,24 @@ def write(tmp_path: Path) -> Write:
         return path
 
     return _write
+
+
+@pytest.fixture(autouse=True)
+def _timed_alone(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Under pytest-xdist (``make test``), a test marked ``timed`` (it asserts a wall-clock bound of the product:
+    a fail-fast error, an orderly stop, a live update) runs while no other test of this run does: every test holds
+    a shared lock on a file of the run's base temp dir, a timed one an exclusive lock."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    exclusive = request.node.get_closest_marker("timed") is not None
+    lock = tmp_path_factory.getbasetemp().parent / "timed.lock"  # the run's dir, shared by its xdist workers
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="session")

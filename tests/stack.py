@@ -10,7 +10,8 @@ import asyncio
 import os
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,8 @@ class Stack:
 class Worker(WorkerProcess):
     """A `drift worker` subprocess of a test (see :class:`streams.embedded.WorkerProcess`)."""
 
-    def start(self, timeout_s: float = 45.0) -> Worker:
-        super().start(timeout_s)
+    def start(self, timeout_s: float = 90.0) -> Worker:
+        super().start(timeout_s)  # a wait for the 'ready' line: generous, since the suite runs two tests at a time
         return self
 
 
@@ -102,12 +103,17 @@ class Scenario:
         return f"scripted:{path}"
 
     def close(self) -> None:
-        for worker in self.workers:
-            worker.stop()
+        """Stop the workers side by side: a teardown waits for one clean shutdown, not for one after another."""
+        with ThreadPoolExecutor() as pool:
+            list(pool.map(lambda worker: worker.stop(), self.workers))
 
 
-async def read_records(broker: str, topic: str, count: int, timeout_s: float = 20.0) -> list[Any]:
-    """Read ``count`` records of ``topic`` from the beginning (all partitions), as aiokafka delivers them."""
+async def read_records(
+    broker: str, topic: str, count: int, timeout_s: float = 20.0, until: Callable[[list[Any]], bool] | None = None
+) -> list[Any]:
+    """Read ``count`` records of ``topic`` from the beginning (all partitions), as aiokafka delivers them; with
+    ``until``, read until ``until(records)`` holds instead (or the time is up)."""
+    done = until or (lambda records: len(records) >= count)
     consumer = AIOKafkaConsumer(bootstrap_servers=broker, fetch_max_wait_ms=10, enable_auto_commit=False)
     await consumer.start()
     try:
@@ -119,7 +125,7 @@ async def read_records(broker: str, topic: str, count: int, timeout_s: float = 2
         await consumer.seek_to_beginning(*partitions)
         records: list[Any] = []
         deadline = asyncio.get_running_loop().time() + timeout_s
-        while len(records) < count and asyncio.get_running_loop().time() < deadline:
+        while not done(records) and asyncio.get_running_loop().time() < deadline:
             batch = await consumer.getmany(timeout_ms=200)
             for messages in batch.values():
                 records.extend(messages)
@@ -131,6 +137,18 @@ async def read_records(broker: str, topic: str, count: int, timeout_s: float = 2
 async def read_topic(settings: Settings, topic: str, count: int, timeout_s: float = 20.0) -> list[dict[str, Any]]:
     """Read ``count`` JSON records of ``topic`` from the beginning (all partitions)."""
     return [orjson.loads(r.value) for r in await read_records(settings.broker, topic, count, timeout_s)]
+
+
+async def read_topic_until(
+    settings: Settings, topic: str, until: Callable[[list[dict[str, Any]]], bool], timeout_s: float = 20.0
+) -> list[dict[str, Any]]:
+    """Read the JSON records of ``topic`` from the beginning (all partitions) until ``until(records)`` holds or
+    the time is up: a wait for a condition, where a count would be unknown."""
+
+    def done(records: list[Any]) -> bool:
+        return until([orjson.loads(r.value) for r in records])
+
+    return [orjson.loads(r.value) for r in await read_records(settings.broker, topic, 0, timeout_s, done)]
 
 
 async def eventually(check: Any, timeout_s: float = 15.0, interval_s: float = 0.2) -> Any:

@@ -12,9 +12,12 @@ Not a model. It exists for tests, demos, CI and benchmarks, is selected explicit
     stubborn: false    # a retry sends the same text again instead of rewriting it
 
 A message names a new idea built from the persona (first name, occupation, a trait or belief); a retry
-(gate feedback) or an intervention's nudge always yields a fresh idea. Asked to consolidate (a prompt that
-mentions "consolidate"), it lists every idea of the conversation as ``- NAME: TEXT`` lines, which
-:class:`ScriptedListModel` turns into the extraction's JSON list.
+(gate feedback) or an intervention's nudge always yields a fresh idea. The wording depends on who speaks (the
+persona id, not the session-scoped agent id, which names the run and the arm) and on the agent's place in the
+conversation, never on the run: identical agents on identical schedules say the same things in both arms of an
+experiment and in a resumed one, so only what the arms do differently (a nudge, a retry) changes the output.
+Asked to consolidate (a prompt that mentions "consolidate"), it lists every idea of the conversation as
+``- NAME: TEXT`` lines, which :class:`ScriptedListModel` turns into the extraction's JSON list.
 """
 
 from __future__ import annotations
@@ -71,6 +74,11 @@ def _pick(options: tuple[str, ...], *key: object) -> str:
     return options[_h(*key) % len(options)]
 
 
+def _speaker(request: ActRequest) -> str:
+    """Who speaks, independently of the run: the persona's id, else (no persona) the agent id."""
+    return request.persona.id if request.persona is not None else request.agent_id
+
+
 def _flavour(persona: Persona | None) -> tuple[str, str, str]:
     """(first name, occupation, a trait or belief) from the spec, with neutral fallbacks."""
     if persona is None:
@@ -116,7 +124,7 @@ class ScriptedActor:
         if (
             first_try
             and rules.silence_every
-            and _h(rules.seed, request.agent_id, len(request.trajectory)) % rules.silence_every == 0
+            and _h(rules.seed, _speaker(request), len(request.trajectory)) % rules.silence_every == 0
         ):
             return None
         if first_try and not request.nudge and mine and rules.repeat_every and n % rules.repeat_every == 0:
@@ -128,7 +136,7 @@ class ScriptedActor:
 
     def _idea(self, request: ActRequest, n: int, attempt: int) -> str:
         first, occupation, angle = _flavour(request.persona)
-        key = (self.rules.seed, request.agent_id, n, attempt, bool(request.nudge))
+        key = (self.rules.seed, _speaker(request), n, attempt, bool(request.nudge))
         name = f"{_pick(_ADJECTIVES, 'a', *key)} {_pick(_NOUNS, 'n', *key)}"
         audience = _pick(_AUDIENCES, "u", *key)
         opening = "Something completely different: " if request.nudge else ""

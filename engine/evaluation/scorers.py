@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from engine.checks import ngram_stats, vocabulary_stats
 from engine.errors import ConfigurationError
@@ -87,8 +88,23 @@ async def _score(judge: Judge, pset: PropositionSet, target: ScoringTarget, opti
 
 
 def fluency_evidence(messages: Sequence[str]) -> str:
-    """N-gram overlap statistics of an agent's messages (all of them, oldest first)."""
+    """N-gram overlap statistics of an agent's messages (all of them, oldest first).
+
+    Memoised on the messages (a pure function, CPU-bound on long repetitive trajectories): a caller that knows
+    an agent's messages are final before scoring (the experiment runner, while the rapporteur consolidates) can
+    compute it ahead with :func:`fluency_messages`, off the scoring's critical path."""
+    return _fluency_evidence(tuple(messages))
+
+
+@lru_cache(maxsize=1024)
+def _fluency_evidence(messages: tuple[str, ...]) -> str:
     return ngram_stats(list(messages), window=None).render()
+
+
+def fluency_messages(subject: AgentSubject, pset: PropositionSet, options: ScoringOptions) -> list[str]:
+    """The agent's own messages in the set's window: what :func:`score_fluency` computes its evidence over."""
+    window = _windowed(subject.trajectory, pset, options)
+    return [e.text for e in window if e.kind is EventKind.ACTION and e.agent_id == subject.agent_id]
 
 
 def convergence_evidence(events: Sequence[Event]) -> str:
@@ -135,8 +151,7 @@ async def score_fluency(
     judge: Judge, pset: PropositionSet, subject: AgentSubject, options: ScoringOptions = DEFAULT_OPTIONS
 ) -> DimensionScore:
     """The judge primary; n-gram overlap of the agent's windowed messages as supplementary evidence."""
-    window = _windowed(subject.trajectory, pset, options)
-    own = [e.text for e in window if e.kind is EventKind.ACTION and e.agent_id == subject.agent_id]
+    own = fluency_messages(subject, pset, options)
     return await _score(judge, pset, _agent_target(subject, fluency_evidence(own)), options)
 
 

@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.evaluation.run import EvaluationRun, RunStatus, ScoreRow, gather_all, overall_score, score_rows
-from engine.evaluation.scorers import AGENT_SCORERS, ScoringOptions, convergence_evidence
+from engine.evaluation.scorers import (
+    AGENT_SCORERS,
+    ScoringOptions,
+    convergence_evidence,
+    fluency_evidence,
+    fluency_messages,
+)
 from engine.evaluation.subjects import agent_subject, channel_trajectory
 from engine.judges.base import Judge
 from engine.models import ZERO_USAGE, Dimension, Event, EventKind, Persona, TokenUsage
@@ -160,6 +166,19 @@ async def _score_environment(
         values.append(MetricValue(sets.count_metric, session.run_id, session.group, float(session.extracted)))
     run = _run(session.run_id, scores, events)
     return values, SubjectEvaluation(session.run_id, "session environment", run, tuple(score_rows(scores, {})))
+
+
+def prepare_evidence(sets: MetricSets, session: SessionInput) -> int:
+    """Compute ahead (memoised, see :func:`engine.evaluation.scorers.fluency_evidence`) the agents' fluency
+    evidence over the conversation so far; :func:`score_session` then finds it for every agent whose windowed
+    messages did not change. Pure CPU, no judge call; returns the number of agents prepared."""
+    pset = sets.agent.get(Dimension.FLUENCY)
+    if pset is None:
+        return 0
+    options = ScoringOptions(window_defaults=EVALUATION_WINDOW_DEFAULTS)
+    for agent_id, (_, persona) in session.agents.items():
+        fluency_evidence(fluency_messages(agent_subject(session.events, agent_id, persona), pset, options))
+    return len(session.agents)
 
 
 async def score_session(

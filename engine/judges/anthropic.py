@@ -17,23 +17,13 @@ import random
 from collections.abc import Sequence
 
 import anthropic
-from anthropic.types import (
-    AssistantMessageParam,
-    CacheControlEphemeralParam,
-    MessageParam,
-    TextBlock,
-    TextBlockParam,
-    UserMessageParam,
-)
+from anthropic.types import AssistantMessageParam, MessageParam, TextBlockParam, UserMessageParam
 
-from engine.errors import ConfigurationError, JudgeError
-from engine.judges.llm import CallPolicy, LlmJudge, Reply, TransientCallError, Turn, parse_retry_after
-from engine.models import TokenUsage
+from engine.errors import ConfigurationError
+from engine.judges.llm import CallPolicy, LlmJudge, Reply, Turn
+from engine.llm.anthropic import CACHED, create_message
 from engine.prompts import Prompt
 from engine.settings import DEFAULT_ANTHROPIC_MODEL
-
-_RETRYABLE_TYPES = {"overloaded_error", "rate_limit_error", "api_error"}
-_CACHED = CacheControlEphemeralParam(type="ephemeral")
 
 
 class AnthropicJudge(LlmJudge):
@@ -70,41 +60,16 @@ class AnthropicJudge(LlmJudge):
         await self._client.close()
 
     async def _send(self, prompt: Prompt, followups: Sequence[Turn]) -> Reply:
-        try:
-            message = await self._client.messages.create(
-                model=self._model,
-                max_tokens=self._max_tokens,
-                system=[TextBlockParam(type="text", text=prompt.system, cache_control=_CACHED)],
-                messages=_messages(prompt, followups),
-                extra_body=self._extra_body,
-            )
-        except anthropic.APIStatusError as error:
-            raise self._status_error(error) from None
-        except anthropic.APIConnectionError as error:
-            raise TransientCallError(f"connection failed ({type(error).__name__})") from None
-        except anthropic.AnthropicError as error:
-            raise JudgeError(f"{self.name}: the API call failed ({type(error).__name__})") from None
-        except ValueError as error:  # a truncated or non-JSON body: the SDK's json decode error; worth a retry
-            raise TransientCallError(f"unreadable response body ({type(error).__name__})") from None
-        text = "".join(block.text for block in message.content if isinstance(block, TextBlock))
-        usage = message.usage
-        return Reply(
-            text=text,
-            usage=TokenUsage(
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_input_tokens=usage.cache_read_input_tokens or 0,
-                cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
-            ),
+        text, usage = await create_message(
+            self._client,
+            self.name,
+            model=self._model,
+            max_tokens=self._max_tokens,
+            system=[TextBlockParam(type="text", text=prompt.system, cache_control=CACHED)],
+            messages=_messages(prompt, followups),
+            extra_body=self._extra_body,
         )
-
-    def _status_error(self, error: anthropic.APIStatusError) -> JudgeError:
-        status = error.status_code
-        kind = _error_type(error.body)
-        reason = f"HTTP {status}" + (f" {kind}" if kind else "")
-        if status == 429 or status >= 500 or kind in _RETRYABLE_TYPES:
-            return TransientCallError(reason, parse_retry_after(error.response.headers.get("retry-after")))
-        return JudgeError(f"{self.name}: the API refused the request ({reason})")
+        return Reply(text=text, usage=usage)
 
 
 def _messages(prompt: Prompt, followups: Sequence[Turn]) -> list[MessageParam]:
@@ -112,7 +77,7 @@ def _messages(prompt: Prompt, followups: Sequence[Turn]) -> list[MessageParam]:
         UserMessageParam(
             role="user",
             content=[
-                TextBlockParam(type="text", text=prompt.prefix, cache_control=_CACHED),
+                TextBlockParam(type="text", text=prompt.prefix, cache_control=CACHED),
                 TextBlockParam(type="text", text=prompt.variable),
             ],
         )
@@ -123,12 +88,3 @@ def _messages(prompt: Prompt, followups: Sequence[Turn]) -> list[MessageParam]:
         else:
             messages.append(UserMessageParam(role="user", content=text))
     return messages
-
-
-def _error_type(body: object) -> str | None:
-    """The ``error.type`` of an Anthropic error body, if it has one."""
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict) and isinstance(error.get("type"), str):
-            return str(error["type"])
-    return None

@@ -8,7 +8,6 @@ protocol so the core is tested with fakes and no network.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -127,12 +126,11 @@ def claims_in_batches(claims: Sequence[Claim], size: int = MAX_BATCH_CLAIMS) -> 
     return [tuple(claims[i : i + size]) for i in range(0, len(claims), size)]
 
 
-class LimitedJudge:
-    """Wraps a judge with a global cap on in-flight calls (one semaphore shared by every caller)."""
+class WrappedJudge:
+    """Base of a judge that wraps another: same name, ``inner`` exposed; subclasses define ``evaluate``."""
 
-    def __init__(self, inner: Judge, max_in_flight: int) -> None:
+    def __init__(self, inner: Judge) -> None:
         self._inner = inner
-        self._slots = asyncio.Semaphore(max(1, max_in_flight))
 
     @property
     def name(self) -> str:
@@ -141,7 +139,3 @@ class LimitedJudge:
     @property
     def inner(self) -> Judge:
         return self._inner
-
-    async def evaluate(self, request: JudgeRequest) -> JudgeResult:
-        async with self._slots:
-            return await self._inner.evaluate(request)

@@ -31,16 +31,25 @@ def make_judge(
     *,
     record: Path | None = None,
     environ: Mapping[str, str] | None = None,
+    own_limits: bool = True,
 ) -> Judge:
-    """The judge named by ``spec``; ``environ`` (default ``os.environ``) supplies ``OPENAI_API_KEY``."""
+    """The judge named by ``spec``; ``environ`` (default ``os.environ``) supplies ``OPENAI_API_KEY``.
+
+    An LLM judge caps its calls in flight at ``DRIFT_JUDGE_CONCURRENCY`` and bounds each by
+    ``DRIFT_JUDGE_DEADLINE_S``; ``own_limits=False`` leaves both to the caller (a worker's
+    :class:`engine.judges.budget.JudgeBudget`), so each is applied once per call path."""
     spec = spec.strip() or settings.effective_judge()
     kind, _, argument = spec.partition(":")
-    judge = _build(kind, argument, settings, os.environ if environ is None else environ)
+    judge = _build(kind, argument, settings, os.environ if environ is None else environ, own_limits)
     return RecordingJudge(judge, record) if record is not None else judge
 
 
-def _build(kind: str, argument: str, settings: Settings, environ: Mapping[str, str]) -> Judge:
-    policy = CallPolicy(deadline_s=settings.judge_deadline_s, concurrency=settings.judge_concurrency)
+def _build(kind: str, argument: str, settings: Settings, environ: Mapping[str, str], own_limits: bool) -> Judge:
+    policy = (
+        CallPolicy(deadline_s=settings.judge_deadline_s, concurrency=settings.judge_concurrency)
+        if own_limits
+        else CallPolicy(deadline_s=None, concurrency=None)
+    )
     if kind in {"scripted", "replay"}:
         if not argument:
             raise ConfigurationError(f"judge '{kind}' needs a file: use '{kind}:PATH'")

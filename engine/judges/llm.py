@@ -5,8 +5,13 @@ turns and returns the reply text with its token usage. It raises :class:`Transie
 worth retrying (rate limits, overload, 5xx, connection errors) and :class:`~engine.errors.JudgeError` for
 the rest. Everything else is decided here, once:
 
-* the whole evaluation (waiting for a concurrency slot, every retry, the repair and double-check turns) runs
-  under one deadline; passing it raises :class:`~engine.errors.JudgeTimeout`;
+* at most ``policy.concurrency`` evaluations run at once;
+* the whole evaluation (every retry, the repair and double-check turns) runs under one deadline, which starts
+  once the evaluation holds its slot (time queued for a slot never burns it); passing it raises
+  :class:`~engine.errors.JudgeTimeout`;
+* a policy without a cap or a deadline (``None``) leaves them to the caller: a worker's
+  :class:`engine.judges.budget.JudgeBudget` applies both to every judge it hosts, so each is applied once per
+  call path and the judge only retries;
 * transient failures are retried with jittered exponential backoff (honouring ``retry-after`` up to the
   backoff cap) at most ``max_attempts`` times per turn;
 * an answer that fails strict parsing gets one repair turn (the bad reply goes back as the assistant turn,
@@ -22,12 +27,13 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, TypeVar
 
 from engine.errors import JudgeError, JudgeOutputError, JudgeTimeout
 from engine.judges.base import ClaimAnswer, JudgeRequest, JudgeResult
@@ -36,6 +42,7 @@ from engine.models import TokenUsage
 from engine.prompts import Prompt, build_prompt, double_check_turn, repair_turn
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 Role = Literal["user", "assistant"]
 Turn = tuple[Role, str]
@@ -58,20 +65,70 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class CallPolicy:
-    """Deadline (seconds, whole evaluation), concurrency cap and retry schedule of an LLM judge."""
+    """Deadline (seconds, whole evaluation), concurrency cap and retry schedule of an LLM judge or text model;
+    a ``None`` deadline or cap is the caller's to apply."""
 
-    deadline_s: float = 5.0
-    concurrency: int = 64
+    deadline_s: float | None = 5.0
+    concurrency: int | None = 64
     max_attempts: int = 6
     backoff_base_s: float = 0.05
     backoff_max_s: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.deadline_s <= 0 or self.concurrency < 1 or self.max_attempts < 1:
+        bad_deadline = self.deadline_s is not None and self.deadline_s <= 0
+        if bad_deadline or (self.concurrency is not None and self.concurrency < 1) or self.max_attempts < 1:
             raise JudgeError(
-                "a judge needs deadline_s > 0, concurrency >= 1 and max_attempts >= 1, got "
+                "a judge needs deadline_s > 0, concurrency >= 1 (or None for both) and max_attempts >= 1, got "
                 f"{self.deadline_s}, {self.concurrency} and {self.max_attempts}"
             )
+
+    def slots(self) -> contextlib.AbstractAsyncContextManager[object]:
+        """What a call holds while it runs: a slot of a semaphore of ``concurrency``, or nothing when uncapped."""
+        if self.concurrency is None:
+            return contextlib.nullcontext()
+        return asyncio.Semaphore(self.concurrency)
+
+
+class PolicedCalls:
+    """A call policy applied to one judge's or text model's calls: :meth:`bounded` holds a slot (when capped)
+    and then the deadline; :meth:`retrying` retries transient failures with jittered exponential backoff.
+    Shared by :class:`LlmJudge` and :class:`engine.llm.policed.PolicedTextModel`."""
+
+    def __init__(self, name: str, policy: CallPolicy, rng: random.Random | None = None) -> None:
+        self.name = name
+        self.policy = policy
+        self._slots = policy.slots()
+        self._rng = rng or random.Random()
+
+    @contextlib.asynccontextmanager
+    async def bounded(self) -> AsyncIterator[None]:
+        """One whole call (retries included): a slot, then the deadline (:class:`JudgeTimeout` past it)."""
+        try:
+            async with self._slots, asyncio.timeout(self.policy.deadline_s):
+                yield
+        except TimeoutError:
+            raise JudgeTimeout(f"{self.name}: no answer within {self.policy.deadline_s:g} s") from None
+
+    async def retrying(self, send: Callable[[], Awaitable[T]], what: str = "judge") -> T:
+        """``send()``, retried on :class:`TransientCallError` at most ``policy.max_attempts`` times."""
+        attempt = 1
+        while True:
+            try:
+                return await send()
+            except TransientCallError as error:
+                if attempt >= self.policy.max_attempts:
+                    raise JudgeError(f"{self.name}: gave up after {attempt} attempts: {error.reason}") from None
+                delay = self.backoff(attempt, error.retry_after)
+                log.info("%s %s: %s; retry %d in %.3f s", what, self.name, error.reason, attempt, delay)
+                await asyncio.sleep(delay)
+                attempt += 1
+
+    def backoff(self, attempt: int, retry_after: float | None) -> float:
+        ceiling = min(self.policy.backoff_max_s, self.policy.backoff_base_s * 2 ** (attempt - 1))
+        delay = self._rng.uniform(ceiling / 2, ceiling)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.policy.backoff_max_s))
+        return delay
 
 
 @dataclass
@@ -86,14 +143,14 @@ class _Answered:
     answers: tuple[ClaimAnswer, ...]
 
 
-class LlmJudge(abc.ABC):
-    """Base class of the judges that ask a language model. Subclasses implement :meth:`_send`."""
+class PolicedClient(abc.ABC):
+    """Base of a provider client under a call policy (:class:`LlmJudge`, the text models of
+    :mod:`engine.llm.policed`): its name, its policy applied by ``_calls``, an HTTP client to close."""
 
     def __init__(self, name: str, policy: CallPolicy, *, rng: random.Random | None = None) -> None:
         self._name = name
         self._policy = policy
-        self._slots = asyncio.Semaphore(policy.concurrency)
-        self._rng = rng or random.Random()
+        self._calls = PolicedCalls(name, policy, rng)
 
     @property
     def name(self) -> str:
@@ -107,12 +164,16 @@ class LlmJudge(abc.ABC):
         return f"{type(self).__name__}(name={self._name!r}, deadline_s={self._policy.deadline_s})"
 
     @abc.abstractmethod
-    async def _send(self, prompt: Prompt, followups: Sequence[Turn]) -> Reply:
-        """One model call: the prompt, then ``followups`` alternating assistant/user turns."""
-
-    @abc.abstractmethod
     async def aclose(self) -> None:
         """Release the HTTP client."""
+
+
+class LlmJudge(PolicedClient):
+    """Base class of the judges that ask a language model. Subclasses implement :meth:`_send`."""
+
+    @abc.abstractmethod
+    async def _send(self, prompt: Prompt, followups: Sequence[Turn]) -> Reply:
+        """One model call: the prompt, then ``followups`` alternating assistant/user turns."""
 
     async def __aenter__(self) -> LlmJudge:
         return self
@@ -124,12 +185,8 @@ class LlmJudge(abc.ABC):
         prompt = build_prompt(request)
         tally = _Tally()
         started = time.perf_counter()
-        try:
-            async with asyncio.timeout(self._policy.deadline_s):
-                async with self._slots:
-                    answers = await self._answer(request, prompt, tally)
-        except TimeoutError:
-            raise JudgeTimeout(f"{self._name}: no answer within {self._policy.deadline_s:g} s") from None
+        async with self._calls.bounded():
+            answers = await self._answer(request, prompt, tally)
         return JudgeResult(
             answers=answers,
             judge=self._name,
@@ -166,28 +223,10 @@ class LlmJudge(abc.ABC):
             raise JudgeOutputError(f"{self._name}: unusable answer after one repair turn: {error}") from None
 
     async def _call(self, prompt: Prompt, turns: Sequence[Turn], tally: _Tally) -> Reply:
-        attempt = 1
-        while True:
-            try:
-                reply = await self._send(prompt, turns)
-            except TransientCallError as error:
-                if attempt >= self._policy.max_attempts:
-                    raise JudgeError(f"{self._name}: gave up after {attempt} attempts: {error.reason}") from None
-                delay = self._backoff(attempt, error.retry_after)
-                log.info("judge %s: %s; retry %d in %.3f s", self._name, error.reason, attempt, delay)
-                await asyncio.sleep(delay)
-                attempt += 1
-                continue
-            tally.calls += 1
-            tally.usage = tally.usage + reply.usage
-            return reply
-
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        ceiling = min(self._policy.backoff_max_s, self._policy.backoff_base_s * 2 ** (attempt - 1))
-        delay = self._rng.uniform(ceiling / 2, ceiling)
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, self._policy.backoff_max_s))
-        return delay
+        reply = await self._calls.retrying(lambda: self._send(prompt, turns))
+        tally.calls += 1
+        tally.usage = tally.usage + reply.usage
+        return reply
 
 
 def parse_retry_after(value: str | None) -> float | None:

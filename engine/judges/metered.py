@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.judges.base import Judge, JudgeRequest, JudgeResult
+from engine.judges.base import Judge, JudgeRequest, JudgeResult, WrappedJudge
 from engine.models import ZERO_USAGE, TokenUsage
 from engine.pricing import PriceTable, format_cost
 from engine.settings import Settings
@@ -22,19 +22,11 @@ async def close_judge(judge: Judge) -> None:
         await closer()
 
 
-class MeteredJudge:
+class MeteredJudge(WrappedJudge):
     def __init__(self, inner: Judge) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.calls = 0
         self.usage: TokenUsage = ZERO_USAGE
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def inner(self) -> Judge:
-        return self._inner
 
     async def evaluate(self, request: JudgeRequest) -> JudgeResult:
         result = await self._inner.evaluate(request)

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any
 
 import httpx
 
-from engine.errors import JudgeError
-from engine.judges.llm import CallPolicy, LlmJudge, Reply, TransientCallError, Turn, parse_retry_after
-from engine.models import TokenUsage
+from engine.judges.llm import CallPolicy, LlmJudge, Reply, Turn
+from engine.llm.openai_compat import chat_completion
 from engine.prompts import Prompt
 
 
@@ -63,39 +61,5 @@ class OpenAICompatibleJudge(LlmJudge):
             "max_tokens": self._max_tokens,
             "messages": messages,
         }
-        try:
-            response = await self._http.post("chat/completions", json=payload)
-        except httpx.TransportError as error:
-            raise TransientCallError(f"connection failed ({type(error).__name__})") from None
-        status = response.status_code
-        if status == 429 or status >= 500:
-            raise TransientCallError(f"HTTP {status}", parse_retry_after(response.headers.get("retry-after")))
-        if status >= 400:
-            raise JudgeError(f"{self.name}: the server refused the request (HTTP {status})")
-        return self._reply(response)
-
-    def _reply(self, response: httpx.Response) -> Reply:
-        try:
-            data = response.json()
-            content = data["choices"][0]["message"].get("content")
-            usage = data.get("usage") or {}
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise JudgeError(f"{self.name}: the server sent a malformed chat-completions response") from None
-        return Reply(text=content if isinstance(content, str) else "", usage=_usage(usage))
-
-
-def _usage(usage: Any) -> TokenUsage:
-    if not isinstance(usage, dict):
-        return TokenUsage()
-    prompt_tokens = _count(usage.get("prompt_tokens"))
-    details = usage.get("prompt_tokens_details")
-    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
-    return TokenUsage(
-        input_tokens=max(prompt_tokens - cached, 0),
-        output_tokens=_count(usage.get("completion_tokens")),
-        cache_read_input_tokens=cached,
-    )
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+        text, usage = await chat_completion(self._http, self.name, payload, retry_malformed=False)
+        return Reply(text=text, usage=usage)

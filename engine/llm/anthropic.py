@@ -9,6 +9,7 @@ name, repr, errors or logs.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import anthropic
 from anthropic.types import (
@@ -28,7 +29,7 @@ from engine.models import TokenUsage
 from engine.settings import DEFAULT_ANTHROPIC_MODEL
 
 _RETRYABLE_TYPES = {"overloaded_error", "rate_limit_error", "api_error"}
-_CACHED = CacheControlEphemeralParam(type="ephemeral")
+CACHED = CacheControlEphemeralParam(type="ephemeral")
 
 
 class AnthropicTextModel(PolicedTextModel):
@@ -56,47 +57,61 @@ class AnthropicTextModel(PolicedTextModel):
         await self._client.close()
 
     async def _send(self, request: CompletionRequest) -> tuple[str, TokenUsage]:
-        system = [TextBlockParam(type="text", text=request.system, cache_control=_CACHED)] if request.system else []
+        system = [TextBlockParam(type="text", text=request.system, cache_control=CACHED)] if request.system else []
         messages: list[MessageParam] = [
             UserMessageParam(role="user", content=m.content)
             if m.role == "user"
             else AssistantMessageParam(role="assistant", content=m.content)
             for m in request.messages
         ]
-        try:
-            message = await self._client.messages.create(
-                model=self._model,
-                max_tokens=request.max_tokens,
-                system=system,
-                messages=messages,
-                extra_body={"temperature": request.temperature},
-            )
-        except anthropic.APIStatusError as error:
-            raise self._status_error(error) from None
-        except anthropic.APIConnectionError as error:
-            raise TransientCallError(f"connection failed ({type(error).__name__})") from None
-        except anthropic.AnthropicError as error:
-            raise JudgeError(f"{self.name}: the API call failed ({type(error).__name__})") from None
-        except ValueError as error:  # a truncated or non-JSON body: the SDK's decoder fails
-            raise TransientCallError(f"malformed response ({type(error).__name__})") from None
-        text = "".join(block.text for block in message.content if isinstance(block, TextBlock))
-        usage = message.usage
-        return text, TokenUsage(
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cache_read_input_tokens=usage.cache_read_input_tokens or 0,
-            cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
+        return await create_message(
+            self._client,
+            self.name,
+            model=self._model,
+            max_tokens=request.max_tokens,
+            system=system,
+            messages=messages,
+            extra_body={"temperature": request.temperature},
         )
 
-    def _status_error(self, error: anthropic.APIStatusError) -> JudgeError:
-        status = error.status_code
-        body = error.body
-        kind = (
-            body.get("error", {}).get("type")
-            if isinstance(body, dict) and isinstance(body.get("error"), dict)
-            else None
-        )
-        reason = f"HTTP {status}" + (f" {kind}" if kind else "")
-        if status == 429 or status >= 500 or kind in _RETRYABLE_TYPES:
-            return TransientCallError(reason, parse_retry_after(error.response.headers.get("retry-after")))
-        return JudgeError(f"{self.name}: the API refused the request ({reason})")
+
+async def create_message(client: anthropic.AsyncAnthropic, name: str, **params: Any) -> tuple[str, TokenUsage]:
+    """One Messages API call (the judge's and the text model's): the reply text and its usage. Rate limits,
+    overload, 5xx, connection failures and unreadable bodies raise :class:`TransientCallError`; any other
+    failure :class:`JudgeError` naming ``name`` (never the key)."""
+    try:
+        message = await client.messages.create(**params)
+    except anthropic.APIStatusError as error:
+        raise _status_error(name, error) from None
+    except anthropic.APIConnectionError as error:
+        raise TransientCallError(f"connection failed ({type(error).__name__})") from None
+    except anthropic.AnthropicError as error:
+        raise JudgeError(f"{name}: the API call failed ({type(error).__name__})") from None
+    except ValueError as error:  # a truncated or non-JSON body: the SDK's json decode error; worth a retry
+        raise TransientCallError(f"unreadable response body ({type(error).__name__})") from None
+    text = "".join(block.text for block in message.content if isinstance(block, TextBlock))
+    usage = message.usage
+    return text, TokenUsage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_input_tokens=usage.cache_read_input_tokens or 0,
+        cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
+    )
+
+
+def _status_error(name: str, error: anthropic.APIStatusError) -> JudgeError:
+    status = error.status_code
+    kind = _error_type(error.body)
+    reason = f"HTTP {status}" + (f" {kind}" if kind else "")
+    if status == 429 or status >= 500 or kind in _RETRYABLE_TYPES:
+        return TransientCallError(reason, parse_retry_after(error.response.headers.get("retry-after")))
+    return JudgeError(f"{name}: the API refused the request ({reason})")
+
+
+def _error_type(body: object) -> str | None:
+    """The ``error.type`` of an Anthropic error body, if it has one."""
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("type"), str):
+            return str(error["type"])
+    return None

@@ -46,22 +46,33 @@ class OpenAICompatibleTextModel(PolicedTextModel):
             "max_tokens": request.max_tokens,
             "messages": [*system, *({"role": m.role, "content": m.content} for m in request.messages)],
         }
-        try:
-            response = await self._http.post("chat/completions", json=payload)
-        except httpx.TransportError as error:
-            raise TransientCallError(f"connection failed ({type(error).__name__})") from None
-        status = response.status_code
-        if status == 429 or status >= 500:
-            raise TransientCallError(f"HTTP {status}", parse_retry_after(response.headers.get("retry-after")))
-        if status >= 400:
-            raise JudgeError(f"{self.name}: the server refused the request (HTTP {status})")
-        try:
-            data = response.json()
-            content = data["choices"][0]["message"].get("content")
-            usage = data.get("usage") or {}
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return await chat_completion(self._http, self.name, payload, retry_malformed=True)
+
+
+async def chat_completion(
+    http: httpx.AsyncClient, name: str, payload: dict[str, Any], *, retry_malformed: bool
+) -> tuple[str, TokenUsage]:
+    """One ``chat/completions`` call (the judge's and the text model's): the reply text and its usage. 429,
+    5xx and transport errors raise :class:`TransientCallError`, another refusal :class:`JudgeError`; a body
+    that is not a chat completion is transient when ``retry_malformed``, else a :class:`JudgeError`."""
+    try:
+        response = await http.post("chat/completions", json=payload)
+    except httpx.TransportError as error:
+        raise TransientCallError(f"connection failed ({type(error).__name__})") from None
+    status = response.status_code
+    if status == 429 or status >= 500:
+        raise TransientCallError(f"HTTP {status}", parse_retry_after(response.headers.get("retry-after")))
+    if status >= 400:
+        raise JudgeError(f"{name}: the server refused the request (HTTP {status})")
+    try:
+        data = response.json()
+        content = data["choices"][0]["message"].get("content")
+        usage = data.get("usage") or {}
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        if retry_malformed:
             raise TransientCallError("malformed chat-completions response") from None
-        return (content if isinstance(content, str) else ""), _usage(usage)
+        raise JudgeError(f"{name}: the server sent a malformed chat-completions response") from None
+    return (content if isinstance(content, str) else ""), _usage(usage)
 
 
 def _usage(usage: Any) -> TokenUsage:

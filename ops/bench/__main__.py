@@ -133,6 +133,24 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         "≤ 0.10",
         lambda r: r["exp_outside_llm_share"] <= 0.10,
     ),
+    "memory_kb_per_agent": (
+        "worker memory per active agent: (RSS after a wave of new agents − at rest) ÷ agents (KB)",
+        "—",
+        None,
+    ),
+    "memory_agents_held_after_wave1": (
+        "agents still in memory when wave 1 is done (fewer than the wave when it lasts longer than the TTL)",
+        "—",
+        None,
+    ),
+    "memory_rss_wave1_mb": ("worker RSS after wave 1 of new agents, one draft each (MB)", "—", None),
+    "memory_rss_wave2_mb": ("the same after wave 2, started once wave 1's agents were evicted (TTL 20 s)", "—", None),
+    "memory_wave2_vs_wave1": (
+        "RSS after wave 2 ÷ RSS after wave 1",
+        "≤ 1.10",
+        lambda r: r["memory_wave2_vs_wave1"] <= 1.10,
+    ),
+    "memory_wave2_vs_wave1_no_eviction": ("the same with a worker that never evicts (TTLs of a year)", "—", None),
 }
 
 
@@ -175,7 +193,8 @@ def main() -> None:
     """Each benchmark runs in a fresh interpreter: a microbenchmark timed inside a process that has imported
     Faust and the Kafka clients pays for their larger heap in garbage collection (measured: ~60% slower)."""
     started = time.monotonic()
-    for name in ("checks", "gate", "steps", "ready", "metareason", "plexus", "agentv", "simulate", "experiment"):
+    for name in ("checks", "gate", "steps", "ready", "memory", "metareason", "plexus", "agentv", "simulate",
+                 "experiment"):  # fmt: skip
         print(f"== {name}", flush=True)
         subprocess.run([sys.executable, "-m", f"ops.bench.{name}", *EXTRA_ARGS.get(name, ())], check=True)
     results = json.loads(RESULTS_PATH.read_text(encoding="utf-8"))

@@ -93,14 +93,14 @@ class ClockedService(MeteredService):
         self.intervals = intervals
 
     async def step(self, *, run_id: str, step: int, agent_ids: list[str], channel: str | None = None) -> Directives:
-        directives = await self.inner.step(run_id=run_id, step=step, agent_ids=agent_ids, channel=channel)
+        directives = await super().step(run_id=run_id, step=step, agent_ids=agent_ids, channel=channel)
         if directives.latency_ms >= LATENCY_S * 900:  # the interventions asked the judge during this step
             now = time.perf_counter()
             self.intervals[run_id].append((now - directives.latency_ms / 1000.0, now))
         return directives
 
     async def check(self, *, agent_id: str, text: str, **fields: Any) -> Verdict:
-        verdict = await self.inner.check(agent_id=agent_id, text=text, **fields)
+        verdict = await super().check(agent_id=agent_id, text=text, **fields)  # metered: the gate's calls count
         if verdict.scores:
             now = time.perf_counter()
             self.intervals[_run_of(agent_id)].append((now - verdict.latency_ms / 1000.0, now))
@@ -112,8 +112,8 @@ class TimedSimulation(Simulation):
 
     phase_s: dict[str, float]
 
-    async def run_session(self, plan: SessionPlan, arm: str) -> SessionResult:
-        result = await super().run_session(plan, arm)
+    async def run_session(self, plan: SessionPlan, arm: str, *, configure: bool = True) -> SessionResult:
+        result = await super().run_session(plan, arm, configure=configure)
         self.phase_s[result.run_id] = result.wall_s
         return result
 
@@ -176,7 +176,7 @@ def main() -> None:
     for key, value in out.items():
         print(f"  {key:<28}{value:>10}")
     outside, scoring = m["session_wall"] - m["busy"], m["session_wall"] - m["simulation_s"]
-    print(f"  per session: {m['simulation_s'] / n:.2f} s simulating, {scoring / n:.2f} s scoring and storing; "
+    print(f"  per session: {m['simulation_s'] / n:.2f} s simulating, {scoring / n:.2f} s scoring; "
           f"{outside / n:.2f} s outside LLM calls")  # fmt: skip
     verdict = "ok" if out["exp_outside_llm_share"] <= TARGET_SHARE else "MISSED"
     print(f"  target share of session time outside LLM calls ≤ {TARGET_SHARE:.0%}: {verdict}")

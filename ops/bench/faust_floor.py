@@ -21,8 +21,18 @@ from streams.worker.runner import _new_loop
 OUTPUTS = ("verdicts", "correction-logs", "messages")
 
 
+class _NothingToClose:
+    async def close(self) -> None:
+        return None
+
+
+async def _no_skipped_batches(topic: str, partition: int, first: int, last: int, reason: str) -> None:
+    raise RuntimeError(f"the floor reads only valid drafts; {topic}[{partition}] {first}..{last}: {reason}")
+
+
 def main(broker: str, prefix: str) -> None:
-    app = faust_app(Settings(broker=broker, topic_prefix=prefix), 3)
+    settings = Settings(broker=broker, topic_prefix=prefix)
+    app = faust_app(settings, 3, closing=_NothingToClose(), skipped=_no_skipped_batches)
     producer: list[AIOKafkaProducer] = []
 
     @app.agent(raw_topic(app, f"{prefix}drafts"), name="floor")

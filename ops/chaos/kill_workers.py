@@ -30,7 +30,7 @@ async def run(stage: Stage, *, drafts: int = 10_000, kills: int = 5, rate: float
     names = [f"{stage.prefix}clerk{i}" for i in range(agents)]
     await prepare(stage, names)
     async with MessagesApiServer(random_scores(seed=10)) as judge:
-        workers = [await stage.start(stage.worker(judge.base_url)) for _ in range(2)]
+        workers = list(await asyncio.gather(*(stage.start(stage.worker(judge.base_url)) for _ in range(2))))
         sending = asyncio.ensure_future(send_stream(stage, names, drafts, rate, malformed_every))
         interval_s = drafts / rate / (kills + 1)
         killed_at: list[float] = []

@@ -221,6 +221,19 @@ def _cost_text(s: dict[str, Any]) -> str:
     return f"{format_cost(s.get('cost_usd'))} (priced as {s['priced_as']})"
 
 
+def _state_rows(state: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """What a running worker holds (absent from the database snapshot)."""
+    if state is None:
+        return []
+    lag = state.get("sink_lag_records") or {}
+    return [
+        ("agents in memory", _fmt(state.get("agents_in_memory"))),
+        ("pending attempts in memory", _fmt(state.get("pending_attempts"))),
+        ("table restore at last assignment (s)", _fmt(state.get("table_restore_seconds"), 2)),
+        ("sinks' lag (records)", ", ".join(f"{k} {v}" for k, v in sorted(lag.items())) or "—"),
+    ]
+
+
 def print_stats(console: Console, s: dict[str, Any], source: str) -> None:
     """The snapshot as three rich tables: totals, per dimension, outcomes."""
     from rich.table import Table
@@ -244,6 +257,7 @@ def print_stats(console: Console, s: dict[str, Any], source: str) -> None:
                                       f"{usage.get('cache_creation_input_tokens', 0)}"),
         ("judge cost", _cost_text(s)),
         ("dead letters", _fmt(s.get("dead_letters"))),
+        *_state_rows(s.get("state")),
     ]  # fmt: skip
     for name, value in rows:
         totals.add_row(name, str(value))

@@ -145,7 +145,6 @@ def up(
     """
     from engine.judges.factory import make_judge
     from engine.library import PropositionLibrary
-    from streams.worker.runner import run_worker
     from streams.worker.shutdown import interrupts_abort
 
     settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions,
@@ -153,7 +152,7 @@ def up(
     _usable_data_dir(settings.data_dir)
     _warn_if_empty(settings)
     PropositionLibrary(settings.propositions_dir).validate()
-    judge_impl = make_judge(settings.judge, settings)
+    judge_impl = make_judge(settings.judge, settings, own_limits=False)  # the worker's judge budget applies them
     settings = _free_web_port(settings)
     wait_s = settings.connect_timeout_s if broker else max(15.0, settings.connect_timeout_s)  # embedded: just started
     with contextlib.ExitStack() as stack:
@@ -162,6 +161,8 @@ def up(
             with quiet_kafka_logs(verbose):
                 run(_prepare(settings, partitions, wait_s))
             _note_judge(judge_impl.name)
+            from streams.worker.runner import run_worker  # Faust: imported once the services answered
+
             database_shown = mask_url(settings.database())  # never a password in the 'ready' line (CI logs)
             ready = (f"ready broker={mask_url(settings.broker)} database={database_shown} judge={judge_impl.name} "
                      f"web=http://{settings.web_host}:{settings.web_port}")  # fmt: skip
@@ -187,18 +188,19 @@ def worker(
     """Run a gate worker against the configured broker and database (scale out by running several)."""
     from engine.judges.factory import make_judge
     from engine.library import PropositionLibrary
-    from streams.worker.runner import run_worker
 
     settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions)
     if not sinks:
         settings = settings.with_(sinks=False)
     _warn_if_empty(settings)
     PropositionLibrary(settings.propositions_dir).validate()
-    judge_impl = make_judge(settings.judge, settings)
+    judge_impl = make_judge(settings.judge, settings, own_limits=False)  # the worker's judge budget applies them
     settings = _free_web_port(settings)
     with quiet_kafka_logs(verbose):
         created = run(_reachable(settings, partitions))
     _note_judge(judge_impl.name)
+    from streams.worker.runner import run_worker  # Faust: imported once the services answered
+
     if created:
         print(f"drift: created {len(created)} topic(s) for prefix {settings.topic_prefix!r}", file=sys.stderr)
     ready = (f"ready worker broker={mask_url(settings.broker)} judge={judge_impl.name} "

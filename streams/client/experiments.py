@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from typing import Any
 from engine.actors.base import Actor, ActRequest, ActResult
 from engine.errors import DriftError
 from engine.experiments.budget import Budget, CallEstimate
-from engine.experiments.metrics import MetricSets, SessionInput, SessionScores, score_session
+from engine.experiments.metrics import MetricSets, SessionInput, SessionScores, prepare_evidence, score_session
 from engine.judges.base import Judge
 from engine.llm.base import Completion, CompletionRequest, TextModel
 from engine.models import ZERO_USAGE, TokenUsage
@@ -35,6 +36,8 @@ from engine.simulation.plan import SessionPlan
 from streams.client.simulate import ARMS, Service, SessionResult, Simulation
 from streams.store.experiments import ExperimentStore, SessionRecord
 from streams.wire.payloads import Directives, Message, Verdict
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -140,6 +143,11 @@ class ExperimentRun:
     strategy: JudgeStrategy = JudgeStrategy.INDIVIDUAL
     #: set (by a first Ctrl-C) to launch no further session; running ones finish and are stored
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _unconfigured: set[tuple[str, str]] = field(default_factory=set, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.sim.on_consolidating is None:  # the scoring evidence is prepared while the rapporteur speaks
+            self.sim.on_consolidating = self._prepare
 
     def cost(self, meter: Meter) -> float | None:
         parts = [self.prices.cost(self.sim.actor.name, meter.actor), self.prices.cost(self.judge.name, meter.judge),
@@ -155,6 +163,10 @@ class ExperimentRun:
         queue = [(p, arm) for p in plans for arm in ARMS if (arm, p.key) not in done]
         progress.skipped = progress.done = len(plans) * len(ARMS) - len(queue)
         progress.on_change(progress)
+        # every session's agents configured at once, up front: no session waits for its configuration (one whose
+        # configuration failed tries again when it starts, and fails there like any session)
+        configured = await asyncio.gather(*(self._configure(plan, arm) for plan, arm in queue))
+        self._unconfigured = {(arm, plan.key) for (plan, arm), ok in zip(queue, configured, strict=True) if not ok}
         slots, tasks = asyncio.Semaphore(self.concurrency), []
         for plan, arm in queue:
             await slots.acquire()
@@ -168,8 +180,9 @@ class ExperimentRun:
                 progress.stopped_by_budget = True
                 break
             self.budget.reserve(key, self.estimate_cost(arm), estimate.tokens)
-            task = asyncio.create_task(self._one(plan, arm, progress), context=contextvars.copy_context())
-            task.add_done_callback(lambda _t: slots.release())
+            slot = _Slot(slots)
+            task = asyncio.create_task(self._one(plan, arm, progress, slot), context=contextvars.copy_context())
+            task.add_done_callback(slot.on_done)
             tasks.append(task)
         await asyncio.gather(*tasks)
         complete = not (progress.stopped_by_budget or progress.interrupted or progress.failed)
@@ -177,11 +190,18 @@ class ExperimentRun:
         await self.store.finish(self.experiment_id, status)
         return status
 
-    async def _one(self, plan: SessionPlan, arm: str, progress: Progress) -> None:
+    async def _configure(self, plan: SessionPlan, arm: str) -> bool:
+        try:
+            await self.sim.configure(plan, arm)
+        except (DriftError, TimeoutError):
+            return False
+        return True
+
+    async def _one(self, plan: SessionPlan, arm: str, progress: Progress, slot: _Slot | None = None) -> None:
         meter = Meter()
         _METER.set(meter)
         started = time.perf_counter()
-        result = await self.sim.run_session(plan, arm)
+        result = await self.sim.run_session(plan, arm, configure=(arm, plan.key) in self._unconfigured)
         scores: SessionScores | None = None
         error = result.error
         if error is None:
@@ -202,11 +222,38 @@ class ExperimentRun:
             extracted = len(result.extracted) if result.extracted is not None else None
             record = SessionRecord(arm, plan.key, result.run_id, f"g{plan.group}", extracted, None, meter.calls,
                                    usage, cost, time.perf_counter() - started)  # fmt: skip
+            if slot is not None:
+                slot.release()  # the next session starts while this one is written
             await self.store.save_session(self.experiment_id, record, scores)
             progress.done += 1
         else:
             progress.failed += 1
         progress.on_change(progress)
+
+    async def _prepare(self, result: SessionResult) -> None:
+        """While the rapporteur consolidates: the agents' fluency evidence, in a thread (the event loop keeps
+        serving the other sessions). Best effort: scoring computes whatever this did not."""
+        agents = {a.agent_id: (a.persona_id, self.sim.personas[a.persona_id]) for a in result.agents.values()}
+        session = SessionInput(result.run_id, "", self.sim.scenario.channel, tuple(result.events), agents, None)
+        try:
+            await asyncio.to_thread(prepare_evidence, self.sets, session)
+        except Exception:  # a bug here must not cost the session: its scoring recomputes the evidence
+            log.exception("preparing the scoring evidence of %s failed", result.run_id)
+
+
+class _Slot:
+    """One session's concurrency slot, released once: when its scores are ready to store, or when it ends."""
+
+    def __init__(self, slots: asyncio.Semaphore) -> None:
+        self._slots: asyncio.Semaphore | None = slots
+
+    def release(self) -> None:
+        if self._slots is not None:
+            self._slots.release()
+            self._slots = None
+
+    def on_done(self, _task: asyncio.Task[None]) -> None:
+        self.release()
 
 
 def _session_input(sim: Simulation, plan: SessionPlan, result: SessionResult) -> SessionInput:

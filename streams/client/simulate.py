@@ -102,6 +102,9 @@ class SessionResult:
 OnEvent = Callable[[SessionResult, str, str], None]
 #: Called as each session finishes (an experiment stores it at once, so a killed run resumes from there).
 OnSession = Callable[[SessionResult], Awaitable[None]]
+#: Called once the rapporteur's step is under way (its actor is asked): the conversation is then final but for
+#: the consolidation, so work that only needs the rest of it (an experiment's scoring evidence) overlaps the call.
+OnConsolidating = Callable[[SessionResult], Awaitable[None]]
 ARMS = ("treatment", "control")
 
 
@@ -118,6 +121,7 @@ class Simulation:
     on_event: OnEvent = lambda _session, _kind, _line: None
     extraction_timeout_s: float = 120.0
     on_session: OnSession | None = None
+    on_consolidating: OnConsolidating | None = None
     _rendered: dict[str, str] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -167,8 +171,13 @@ class Simulation:
 
         return list(await asyncio.gather(*(one(s) for s in sessions)))
 
-    async def run_session(self, plan: SessionPlan, arm: str) -> SessionResult:
-        return await self._run(_Session(self, plan, arm), configure=True)
+    async def run_session(self, plan: SessionPlan, arm: str, *, configure: bool = True) -> SessionResult:
+        """One session; ``configure=False`` when :meth:`configure` already published its agents' configuration."""
+        return await self._run(_Session(self, plan, arm), configure=configure)
+
+    async def configure(self, plan: SessionPlan, arm: str) -> None:
+        """Publish the arm's configuration for every agent of the session (all at once; returns when acked)."""
+        await _Session(self, plan, arm).configure()
 
     async def _run(self, session: _Session, *, configure: bool) -> SessionResult:
         started = time.perf_counter()
@@ -214,8 +223,7 @@ class _Session:
 
     async def configure(self) -> None:
         config = self.sim.config(self.arm).model_dump()
-        for agent_id in self.agent_ids:
-            await self.sim.service.publish_config(agent_id, config)
+        await asyncio.gather(*(self.sim.service.publish_config(agent_id, config) for agent_id in self.agent_ids))
 
     async def run(self) -> None:
         names = [self.persona(a).name for a in self.agent_ids]
@@ -247,9 +255,20 @@ class _Session:
         )  # fmt: skip
         self.sim.on_event(self.result, "stimulus", f"{name}: {text}")
 
-    async def step(self, acting: list[str], stimulus: str | None = None) -> dict[str, str]:
-        """Announce the step, take its directives as nudges, let ``acting`` act; returns who committed what."""
+    async def step(
+        self, acting: list[str], stimulus: str | None = None, alongside: OnConsolidating | None = None
+    ) -> dict[str, str]:
+        """Announce the step, take its directives as nudges, let ``acting`` act (``alongside`` runs while they
+        do); returns who committed what."""
         nudges = await self.directives(acting)
+        side = asyncio.ensure_future(alongside(self.result)) if alongside is not None else None
+        try:
+            return await self.turns(acting, nudges, stimulus)
+        finally:
+            if side is not None:
+                await side
+
+    async def turns(self, acting: list[str], nudges: dict[str, str], stimulus: str | None) -> dict[str, str]:
         self.busy = dict.fromkeys(acting, 0.0)
         said: dict[str, str] = {}
         if self.scenario.agent_order == "parallel":
@@ -344,7 +363,7 @@ class _Session:
                     agent_name=self.persona(rapporteur).name, source=self.scenario.facilitator.name,
                     run_id=self.run_id, channel=self.channel)
         )  # fmt: skip
-        said = await self.step([rapporteur], stimulus=prompt)
+        said = await self.step([rapporteur], stimulus=prompt, alongside=self.sim.on_consolidating)
         if rapporteur in said:
             self.result.extracted = await self.extract(said[rapporteur])
 

@@ -1,7 +1,8 @@
 """The worker's Faust application class and the helpers every service uses to subscribe to a topic.
 
 :class:`DriftApp` is Faust's app with this project's transport (:mod:`streams.runtime.transport`); it is built by
-:func:`faust_app` from one :class:`Settings` and never falls back to defaults.
+:func:`faust_app` from one :class:`Settings` and never falls back to defaults. What it closes when it stops and
+where the transport reports skipped batches are constructor arguments too: nothing is filled in afterwards.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from streams.wire.topics import app_id
 
 T = TypeVar("T")
 DeadLetter = Callable[[Any, str], Awaitable[None]]  # (Faust event or message, reason)
+#: (topic, partition, first offset, last offset, reason) of a batch the consumer could not decode
+SkippedLetter = Callable[[str, int, int, int, str], Awaitable[None]]
 
 
 class Closing(Protocol):
@@ -27,29 +30,50 @@ class Closing(Protocol):
 
 
 class DriftApp(faust.App):
-    settings: Settings | None = None
-    runtime: Closing | None = None  # closed when the app stops (the worker's shared objects)
-    fast_lanes: dict[str, FastLane] | None = None  # topic -> batch handler, see streams.runtime.transport
-    restore: RestorePlan | None = None  # bounded table restores, see streams.runtime.restore
+    """Faust's app with this project's transport; ``closing`` is closed when the app stops (the output
+    producer), ``skipped`` dead-letters the batches the fetcher skipped (:mod:`streams.runtime.undecodable`),
+    ``fast_lanes`` maps a topic to its batch handler (:mod:`streams.runtime.transport`; registered with
+    :meth:`add_fast_lane`, like an agent); ``restore`` bounds its tables' restores (:mod:`streams.runtime.restore`;
+    None: Faust's whole-changelog restores)."""
+
+    def __init__(
+        self, *args: Any, settings: Settings, closing: Closing, skipped: SkippedLetter,
+        restore: RestorePlan | None = None, **kwargs: Any,
+    ) -> None:  # fmt: skip
+        if not isinstance(settings, Settings):  # a worker never runs on default settings
+            raise ConfigurationError("the Faust app needs the worker's Settings (build it with faust_app)")
+        super().__init__(*args, **kwargs)
+        self.settings = settings
+        self.closing = closing
+        self.skipped = skipped
+        self.restore = restore
+        self.fast_lanes: dict[str, FastLane] = {}
+
+    def add_fast_lane(self, topic: str, lane: FastLane) -> None:
+        """Hand ``topic``'s batches to ``lane`` instead of Faust's stream (the topic must be subscribed)."""
+        self.fast_lanes[topic] = lane
 
     async def on_stop(self) -> None:
-        if self.runtime is not None:
-            await self.runtime.close()
+        await self.closing.close()
         if self.restore is not None:
             await self.restore.close()
         await super().on_stop()
 
     def _new_transport(self) -> Any:
-        if self.settings is None:  # faust_app() sets it: a worker never runs on default settings
-            raise ConfigurationError("the Faust app has no settings (build it with streams.runtime.faust_app)")
         return transport_class(self.settings)(self.conf.broker_consumer, self)
 
 
-def faust_app(settings: Settings, partitions: int) -> DriftApp:
+def faust_app(
+    settings: Settings, partitions: int, *, closing: Closing, skipped: SkippedLetter, restore: RestorePlan | None = None
+) -> DriftApp:
     faust_dir = settings.data_dir / "faust"
     faust_dir.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
     app = DriftApp(
         app_id(settings),
+        settings=settings,
+        closing=closing,
+        skipped=skipped,
+        restore=restore,
         broker=f"kafka://{settings.broker}",
         broker_credentials=credentials(settings),
         store=register_store(),  # Faust's memory store with bounded restores (streams.runtime.restore)
@@ -72,7 +96,6 @@ def faust_app(settings: Settings, partitions: int) -> DriftApp:
         web_port=settings.web_port,
         web_in_thread=False,
     )
-    app.settings = settings
     return app
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import logging
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -76,11 +77,22 @@ def lru_touch(buffers: OrderedDict[K, V], key: K, make: Callable[[], V], cap: in
     return buffer
 
 
-class _AgentEvents(deque[_Stored]):
-    """An agent's bounded recent events plus the set of their message ids, for an O(1) duplicate check."""
+class _Events(deque[_Stored]):
+    """A bounded buffer of events and the time of its newest one (epoch seconds, for idle eviction)."""
 
     def __init__(self, maxlen: int) -> None:
         super().__init__(maxlen=maxlen)
+        self.newest = 0.0
+
+    def stamp(self, at: float) -> None:
+        self.newest = max(self.newest, at)
+
+
+class _AgentEvents(_Events):
+    """An agent's bounded recent events plus the set of their message ids, for an O(1) duplicate check."""
+
+    def __init__(self, maxlen: int) -> None:
+        super().__init__(maxlen)
         self.ids: set[str] = set()
 
     def add(self, stored: _Stored) -> None:
@@ -93,16 +105,19 @@ class _AgentEvents(deque[_Stored]):
 class HistoryView:
     """Recent committed events in arrival order, per agent and per (run, channel); events without a run id
     belong to every run. A message id seen again for its agent is ignored (at-least-once delivery); a stimulus
-    broadcast to several recipients of a channel appears once in the channel's trajectory."""
+    broadcast to several recipients of a channel appears once in the channel's trajectory. With ``max_age_s``,
+    an event dated (``ts``) more than that long ago is not recorded: a replay of old history (a worker starting)
+    does not fill the view with agents the idle eviction would drop anyway."""
 
     def __init__(
         self, *, agent_kept: int = AGENT_KEPT, channel_kept: int = CHANNEL_KEPT,
-        max_agents: int = MAX_AGENTS, max_channels: int = MAX_CHANNELS,
+        max_agents: int = MAX_AGENTS, max_channels: int = MAX_CHANNELS, max_age_s: float | None = None,
     ) -> None:  # fmt: skip
         self.agent_kept, self.channel_kept = agent_kept, channel_kept
         self.max_agents, self.max_channels = max_agents, max_channels
+        self.max_age_s = max_age_s
         self._agents: OrderedDict[str, _AgentEvents] = OrderedDict()
-        self._channels: OrderedDict[tuple[str | None, str], deque[_Stored]] = OrderedDict()
+        self._channels: OrderedDict[tuple[str | None, str], _Events] = OrderedDict()
         self._seq = 0
 
     def apply(self, message: Message) -> bool:
@@ -111,19 +126,41 @@ class HistoryView:
 
     def record(self, message_id: str, run_id: str | None, event: Event) -> bool:
         """Record one committed event (the gate records its commits at once: read-your-writes on this worker;
-        the feed brings the same message again later and it is ignored). False when already recorded."""
+        the feed brings the same message again later and it is ignored). False when already recorded or too
+        old (see ``max_age_s``)."""
+        now = time.time()
+        at = min(event.ts.timestamp(), now) if event.ts is not None else now  # a clock ahead counts as now
+        if self.max_age_s is not None and at < now - self.max_age_s:
+            return False
         own = lru_touch(self._agents, event.agent_id, lambda: _AgentEvents(self.agent_kept), self.max_agents)
         if message_id in own.ids:
             return False
         self._seq += 1
         stored = _Stored(self._seq, message_id, run_id, event)
         own.add(stored)
+        own.stamp(at)
         if event.channel is not None:
             key = (run_id, event.channel)
-            shared = lru_touch(self._channels, key, lambda: deque(maxlen=self.channel_kept), self.max_channels)
+            shared = lru_touch(self._channels, key, lambda: _Events(self.channel_kept), self.max_channels)
+            shared.stamp(at)
             if not _broadcast_copy(shared, stored.event):
                 shared.append(stored)
         return True
+
+    def drop_idle(self, before: float) -> int:
+        """Forget the agents and channels whose newest event is older than ``before`` (epoch seconds; events are
+        dated by their ``ts``, so a replay of old messages does not bring idle agents back). Returns how many
+        agents were forgotten."""
+        agents = [a for a, events in self._agents.items() if events.newest < before]
+        for agent_id in agents:
+            del self._agents[agent_id]
+        for key in [k for k, events in self._channels.items() if events.newest < before]:
+            del self._channels[key]
+        return len(agents)
+
+    def agents(self) -> set[str]:
+        """The agents with events in the view."""
+        return set(self._agents)
 
     def history(self, agent_id: str, run_id: str) -> list[Event]:
         """The agent's own events of ``run_id`` (and of no run), oldest first."""

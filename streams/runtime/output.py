@@ -23,6 +23,8 @@ from streams.wire.kafka import client_kwargs, start_with_retry
 
 LINGER_MS = 5
 MAX_BATCH_BYTES = 256 * 1024
+#: (topic, key) pairs whose partition is memoised; beyond it the memo starts over (a few µs per key to refill)
+PARTITION_MEMO = 65_536
 
 
 class Output:
@@ -71,6 +73,8 @@ class Output:
 
     def _choose(self, topic: str, key: bytes, available: set[int]) -> int:
         chosen: int = self._partitioner(key, sorted(available), None)
+        if len(self._partitions) >= PARTITION_MEMO:  # keys come and go (agents): the memo never outgrows this
+            self._partitions.clear()
         self._partitions[(topic, key)] = (len(available), chosen)
         return chosen
 

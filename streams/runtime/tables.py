@@ -8,18 +8,28 @@ writes of one key in a batch cost one record, as a compacted changelog would kee
 output producer, and returns the delivery futures, so the caller can ack the source events only once their
 state changes are durable. Faust still owns the table: it creates the changelog topic and restores the store
 from it on start-up and on every rebalance. Keys and values are JSON, as Faust's ``json`` codec writes.
+
+Expiry: the table remembers when and for which partition each key was last written (oldest first), so
+:meth:`DirectTable.expire` drops the keys not written for a while and :meth:`DirectTable.evict` drops one key,
+each with a *tombstone* (a null-value changelog record) on the key's partition when this worker owns it, so a
+restore does not bring the entry back; a key of a partition it does not own (a standby copy) stays, since its
+owner writes the tombstone and Faust applies it to the copy. Keys restored from the changelog are dated when
+they are restored (the table watches Faust's ``apply_changelog_batch``, which also tells their partition).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, MutableMapping
 from typing import Any
 
 import orjson
 
 from engine.errors import ConfigurationError
+from streams.runtime.eviction import Clock
 from streams.runtime.faust_private import table_store_url
 from streams.runtime.restore import STORE_SCHEME
 
@@ -34,15 +44,46 @@ class DirectTable(MutableMapping[str, Any]):
     or lose state silently.
     """
 
-    def __init__(self, table: Any, send: Send) -> None:
+    def __init__(self, table: Any, send: Send, clock: Clock = time.monotonic) -> None:
         url = table_store_url(table)
         if not url.startswith(("memory:", f"{STORE_SCHEME}:")):
             raise ConfigurationError(f"table {table.name!r}: direct writes need a memory:// store, not {url}")
         self._table = table
         self._send = send
+        self._clock = clock
+        self._written: OrderedDict[str, tuple[float, int]] = OrderedDict()  # key -> (written at, partition)
+        self._watch_restore(table)
         self._note = getattr(self._store, "note_partition", None)  # streams.runtime.restore.RestoreStore
-        self._dirty: dict[str, int] = {}  # key -> changelog partition
+        self._dirty: dict[str, int | tuple[int, ...]] = {}  # key -> changelog partition(s)
         self._in_flight: dict[str, asyncio.Future[Any]] = {}  # key -> delivery of its latest record
+
+    def _watch_restore(self, table: Any) -> None:
+        """Learn each restored key's partition: Faust applies changelog records (on start-up, on a rebalance, as
+        a standby) through the table's public ``apply_changelog_batch``, wrapped here."""
+        apply = table.apply_changelog_batch
+
+        def apply_changelog_batch(batch: Iterable[Any]) -> None:
+            events = list(batch)
+            apply(events)
+            self._restored(events)
+
+        table.apply_changelog_batch = apply_changelog_batch
+
+    def _restored(self, events: list[Any]) -> None:
+        now = self._clock()
+        for event in events:
+            message = event.message
+            try:
+                key = orjson.loads(message.key)
+            except (orjson.JSONDecodeError, TypeError):
+                continue
+            if not isinstance(key, str):
+                continue
+            if key not in self._store:  # a tombstone
+                self._written.pop(key, None)
+                continue
+            self._written[key] = (now, message.partition)  # restored: dated now
+            self._written.move_to_end(key)
 
     @property
     def _store(self) -> Any:
@@ -80,8 +121,11 @@ class DirectTable(MutableMapping[str, Any]):
             raise RuntimeError("a table write needs the source record's partition (write through table.at(p))")
         if value is None:
             self._store.pop(key, None)
+            self._written.pop(key, None)
         else:
             self._store[key] = value
+            self._written[key] = (self._clock(), partition)
+            self._written.move_to_end(key)
         if self._note is not None:  # the store drops the keys of partitions this worker no longer owns
             self._note(key, None if value is None else partition)
         self._dirty[key] = partition
@@ -102,15 +146,65 @@ class DirectTable(MutableMapping[str, Any]):
         deliveries: list[asyncio.Future[Any]] = []
         for key in wanted:
             partition = self._dirty.pop(key, None)
-            if partition is not None:
+            for each in (partition,) if isinstance(partition, int) else partition or ():
                 value = self._store.get(key)
                 record = None if value is None else orjson.dumps(value)
-                future = await (send or self._send)(self.topic, orjson.dumps(key), record, partition)
+                future = await (send or self._send)(self.topic, orjson.dumps(key), record, each)
                 self._in_flight[key] = future
                 future.add_done_callback(functools.partial(self._settled, key))
             if (in_flight := self._in_flight.get(key)) is not None:
                 deliveries.append(in_flight)
         return deliveries
+
+    def evict(self, key: str, owned: Collection[int]) -> bool:
+        """Drop ``key`` with a tombstone for the next flush on its partition when that is one of ``owned`` (the
+        partitions this worker is active for). A key of another partition is a standby copy: it stays (dated
+        now), for its owner's tombstone removes it. A key whose partition is unknown (not written nor restored
+        through this table) is dropped with a tombstone on every owned partition (a no-op record where the key
+        never was). True when the key was dropped."""
+        written = self._written.pop(key, None)
+        if written is None:  # rebuilt from the record by a bounded restore: the store knows its partition
+            noted = getattr(self._store, "partition_of", {}).get(key)
+            return self._drop(key, -1 if noted is None else noted, owned)
+        return self._drop(key, written[1], owned)
+
+    def expire(self, ttl_s: float, owned: Collection[int]) -> list[str]:
+        """Evict the keys not written (or adopted) for more than ``ttl_s``, oldest first; returns them."""
+        cutoff = self._clock() - ttl_s
+        expired: list[str] = []
+        while self._written:
+            key, (written_at, partition) = next(iter(self._written.items()))
+            if written_at >= cutoff:
+                break
+            del self._written[key]
+            if self._drop(key, partition, owned):
+                expired.append(key)
+        return expired
+
+    def _drop(self, key: str, partition: int, owned: Collection[int]) -> bool:
+        if key not in self._store:
+            return False
+        if partition >= 0 and partition not in owned:  # a standby copy: its owner's tombstone removes it
+            self._written[key] = (self._clock(), partition)
+            return False
+        del self._store[key]
+        if self._note is not None:
+            self._note(key, None)
+        if partition < 0:  # partition unknown
+            if owned:
+                self._dirty[key] = tuple(sorted(owned))
+        else:
+            self._dirty[key] = partition
+        return True
+
+    def adopt(self) -> int:
+        """Date now the keys in memory this worker never wrote (restored from the changelog); returns how many."""
+        now, adopted = self._clock(), 0
+        for key in self._store:
+            if key not in self._written:
+                self._written[key] = (now, -1)
+                adopted += 1
+        return adopted
 
     def _settled(self, key: str, done: asyncio.Future[Any]) -> None:
         if self._in_flight.get(key) is done:

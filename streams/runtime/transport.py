@@ -161,11 +161,11 @@ async def report_skipped(consumer: Any) -> None:
     """Dead-letter the batches the fetcher skipped (see :mod:`streams.runtime.undecodable`), then let offset commits
     pass them: the dead letter is on the broker before the offsets it stands for can be committed."""
     skipped: collections.deque[SkippedBatch] | None = getattr(private.consumer_thread(consumer), "skipped", None)
-    runtime = getattr(consumer.app, "runtime", None)
-    while skipped and runtime is not None:
+    letter = getattr(consumer.app, "skipped", None)  # DriftApp's dead-letter path of skipped batches
+    while skipped and letter is not None:
         batch = skipped[0]
         try:
-            await runtime.dead_letter_batch(batch.topic, batch.partition, batch.first, batch.last, batch.reason)
+            await letter(batch.topic, batch.partition, batch.first, batch.last, batch.reason)
         except Exception:  # the broker is away: try again after the next fetch
             log.exception("dead letter for %s[%d] %d..%d not sent yet", batch.topic, batch.partition,
                           batch.first, batch.last)  # fmt: skip

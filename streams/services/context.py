@@ -1,71 +1,110 @@
-"""The objects the services of one worker share: settings, the gate's dependencies, the output producer, the
-store once it is open, and the dead-letter path.
+"""The narrow ports the services of one worker receive, and the two small objects behind them.
 
-The worker (:mod:`streams.worker.app`) builds one :class:`Runtime` and hands it to the services it installs.
+The worker (:mod:`streams.worker.app`) builds these in dependency order and hands each service only the ports
+it uses, as constructor arguments:
+
+- :class:`~streams.services.gate.Sender` (``send``): queue a record on the output producer; the returned future
+  resolves once the broker has it;
+- :data:`DeadLetter` (``dead_letter``): send a Faust event or message to ``dlq`` with a reason
+  (:meth:`DeadLetters.record`);
+- :data:`StoreAccess` (``store``): ``await store()`` is the open, migrated store (it waits until
+  :meth:`WorkerStore.open` has connected);
+- :data:`Ack`: ack a record on Faust's consumer.
+
+Nothing here is a locator: a service that needs the store gets ``store``, not the worker.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from engine.settings import Settings
-from streams.runtime.faust_app import DriftApp
-from streams.runtime.output import Output
-from streams.services.gate import GateDeps
+from engine.errors import ConfigurationError
+from streams.services.configs import ConfigCache
+from streams.services.gate import Sender
+from streams.services.stats import GateStats
 from streams.store import Store
 from streams.wire.deadletters import batch_letter, record_letter
-from streams.wire.topics import Topics
+
+log = logging.getLogger(__name__)
+
+DeadLetter = Callable[[Any, str], Awaitable[None]]  # (Faust event or message, reason)
+StoreAccess = Callable[[], Awaitable[Store]]
+Ack = Callable[[Any], None]
+
+STORE_RETRY_MAX_S = 5.0
 
 
-@dataclass
-class Runtime:
-    """Objects shared by the agents of one worker."""
+class DeadLetters:
+    """The dead-letter path of a worker: records go to ``dlq`` on ``send``, each counted in ``stats``."""
 
-    app: DriftApp
-    settings: Settings
-    deps: GateDeps
-    store_ready: asyncio.Event = field(default_factory=asyncio.Event)
-    waiting_for: str | None = "starting"  # why the worker is not ready yet (shown on /health); None when ready
-    store: Store | None = None
-    on_ready: Callable[[], None] | None = None
-    background: set[asyncio.Future[None]] = field(default_factory=set)
+    def __init__(self, send: Sender, dlq: str, stats: GateStats) -> None:
+        self._send = send
+        self._dlq = dlq
+        self._stats = stats
 
-    output: Output = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.output = Output(self.settings)
-
-    async def send(
-        self, topic: str, key: bytes, value: bytes | None, partition: int | None = None
-    ) -> asyncio.Future[Any]:
-        """Queue a record on the output producer; the returned future resolves when the broker has it.
-
-        Output records use their own producer (:mod:`streams.runtime.output`), beside Faust's (which carries the
-        windowed counts' changelog): verdicts never wait behind Faust's batches.
-        """
-        future: asyncio.Future[Any] = await self.output.send(topic, key, value, partition)
-        return future
-
-    async def close(self) -> None:
-        await self.output.close()
-
-    async def dead_letter(self, record: Any, reason: str) -> None:
+    async def record(self, record: Any, reason: str) -> None:
         """Send ``record`` (a Faust event or message) to the dead-letter topic with ``reason`` (cut to fit, see
         :mod:`streams.wire.deadletters`)."""
         message = getattr(record, "message", record)
         key = message.key if isinstance(message.key, bytes | None) else str(message.key).encode()
         value = message.value if isinstance(message.value, bytes | None) else str(message.value).encode()
         letter = record_letter(message.topic, message.partition, message.offset, key, value, reason)
-        self.deps.stats.dead_letters += 1
-        await self.send(Topics(self.settings.topic_prefix).dlq, *letter)
+        self._stats.dead_letters += 1
+        await self._send(self._dlq, *letter)
 
-    async def dead_letter_batch(self, topic: str, partition: int, first: int, last: int, reason: str) -> None:
+    async def batch(self, topic: str, partition: int, first: int, last: int, reason: str) -> None:
         """Record a batch the consumer skipped (it could not be decoded) and wait until the broker has it."""
-        self.deps.stats.dead_letters += last - first + 1
-        delivered = await self.send(
-            Topics(self.settings.topic_prefix).dlq, *batch_letter(topic, partition, first, last, reason)
-        )
+        self._stats.dead_letters += last - first + 1
+        delivered = await self._send(self._dlq, *batch_letter(topic, partition, first, last, reason))
         await delivered
+
+
+class WorkerStore:
+    """The worker's database: opened once by :meth:`open` (retrying until it answers); ``await worker_store()``
+    waits for it. ``waiting_for`` says why the worker is not ready yet (``/health``), None once it is."""
+
+    def __init__(self, url: str) -> None:
+        if not url:
+            raise ConfigurationError("the worker needs a database URL (DRIFT_DATABASE_URL or an embedded data dir)")
+        self._url = url
+        self._store: Store | None = None
+        self.ready = asyncio.Event()
+        self.waiting_for: str | None = "starting"
+
+    async def __call__(self) -> Store:
+        await self.ready.wait()
+        assert self._store is not None  # set before ready
+        return self._store
+
+    @property
+    def store(self) -> Store | None:
+        """The store once connected (None before)."""
+        return self._store
+
+    async def open(self, configs: ConfigCache) -> None:
+        """Connect, migrate and load the agent configurations into ``configs``, retrying (with the reason in
+        :attr:`waiting_for`) until the database answers: a worker never gates with defaults because its
+        database is not there yet."""
+        delay = 0.25
+        while True:
+            try:
+                if self._store is None:
+                    self.waiting_for = "connecting to the database"
+                    self._store = await Store.connect(self._url)
+                self.waiting_for = "migrating the database"
+                await self._store.migrate()
+                self.waiting_for = "loading agent configurations"
+                await configs.load(self._store)
+                break
+            except ConfigurationError:
+                raise
+            except Exception as exc:  # unreachable, restarting, locked: wait and say why
+                self.waiting_for = f"waiting for the database: {exc}"
+                log.warning("%s; retrying in %.1f s", self.waiting_for, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, STORE_RETRY_MAX_S)
+        self.waiting_for = None
+        self.ready.set()

@@ -14,6 +14,11 @@ events of the agent and its channels. The run goes through ``pending → running
 acked once its run is stored, and a redelivered request id reuses its run (a finished one is only
 summarised again). Evaluations run as tasks, at most :data:`EVAL_CONCURRENCY` at once, so a long one never
 holds up requests of other agents for longer than that cap implies.
+
+Judge calls: the worker hands :class:`EvaluationService` the evaluations' lane of its one judge budget
+(:class:`engine.judges.budget.JudgeBudget`: ``DRIFT_EVAL_JUDGE_SHARE`` of ``DRIFT_JUDGE_CONCURRENCY``, each
+call under ``DRIFT_JUDGE_DEADLINE_S`` once it holds its slot). Nothing here adds a cap or a deadline per call;
+the whole run has ``DRIFT_EVAL_DEADLINE_S``.
 """
 
 from __future__ import annotations
@@ -24,25 +29,22 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from croniter import croniter
 
-from engine.errors import ConfigurationError, JudgeTimeout, PayloadError, ServiceError
+from engine.errors import ConfigurationError, PayloadError, ServiceError
 from engine.evaluation.run import run_evaluation
-from engine.judges.base import Judge, JudgeRequest, JudgeResult, LimitedJudge
+from engine.judges.base import Judge
 from engine.models import EVALUATION_DIMENSIONS, Dimension, Event, EventKind
 from engine.personas import load_persona
 from engine.settings import Settings
 from streams.runtime.dispatch import KeyedDispatcher
-from streams.runtime.faust_app import decoded_events, raw_topic
+from streams.runtime.faust_app import DriftApp, decoded_events, raw_topic
+from streams.services.context import DeadLetter, StoreAccess
 from streams.store import DuplicateRequest, PostgresEvaluationStore, Store, StoredRun
 from streams.wire.payloads import MAX_ID_CHARS, EvaluationRequest, EvaluationSummary, decode, encode, utcnow
 from streams.wire.topics import Topics
-
-if TYPE_CHECKING:
-    from streams.runtime.faust_app import DriftApp
-    from streams.services.context import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +52,6 @@ log = logging.getLogger(__name__)
 HISTORY_LIMIT = 200
 #: Evaluation requests in flight per worker (running, or queued behind a request of the same agent).
 EVAL_CONCURRENCY = 2
-#: Judge calls in flight for all evaluations of a worker (a share of the global cap the gate uses too).
-EVAL_JUDGE_SLOTS = 8
-#: Deadline of a whole evaluation run; each judge call also has the judge deadline (DRIFT_JUDGE_DEADLINE_S).
 #: How long a threshold request waits for the message sink to store the messages that triggered it.
 SINK_WAIT_S = 3.0
 _TICK = timedelta(microseconds=1)
@@ -67,25 +66,6 @@ async def deliver(send: Sender, topic: str, key: bytes, value: bytes) -> None:
     pending = await send(topic, key, value)
     if inspect.isawaitable(pending):
         await pending
-
-
-class DeadlineJudge:
-    """A judge whose every call fails with :class:`JudgeTimeout` after ``deadline_s``."""
-
-    def __init__(self, inner: Judge, deadline_s: float) -> None:
-        self._inner = inner
-        self._deadline_s = deadline_s
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    async def evaluate(self, request: JudgeRequest) -> JudgeResult:
-        try:
-            async with asyncio.timeout(self._deadline_s):
-                return await self._inner.evaluate(request)
-        except TimeoutError:
-            raise JudgeTimeout(f"{self.name}: no answer within {self._deadline_s:g} s") from None
 
 
 def decode_request(key: Any, value: bytes | None) -> EvaluationRequest:
@@ -231,50 +211,53 @@ async def schedule_evaluations(
     return requests
 
 
-def evaluation_judge(judge: Judge, settings: Settings) -> Judge:
-    """The worker's judge for evaluations: a few of the global call slots, each call under the judge deadline.
+class EvaluationService:
+    """The ``evaluation-requests`` agent and the crontab job that schedules evaluations.
 
-    The deadline starts once a call has one of these slots: calls queued behind the evaluation's own calls
-    never time out for waiting.
-    """
-    return LimitedJudge(DeadlineJudge(judge, settings.judge_deadline_s), EVAL_JUDGE_SLOTS)
+    ``judge`` is the evaluations' judge (the worker passes its budget lane), ``store`` awaits the open store,
+    ``send`` queues a record, ``dead_letter`` takes a request that could not be processed."""
 
+    def __init__(
+        self, settings: Settings, judge: Judge, store: StoreAccess, send: Sender, dead_letter: DeadLetter
+    ) -> None:
+        if not croniter.is_valid(settings.eval_cron):
+            raise ConfigurationError(f"DRIFT_EVAL_CRON: {settings.eval_cron!r} is not a crontab expression")
+        self.settings = settings
+        self.judge = judge
+        self.store = store
+        self.send = send
+        self.dead_letter = dead_letter
+        self.topics = Topics(settings.topic_prefix)
+        # One agent's requests run in order (a redelivered request never races its first delivery).
+        self.dispatcher: KeyedDispatcher[tuple[Any, EvaluationRequest]] = KeyedDispatcher(
+            self.work, max_in_flight=EVAL_CONCURRENCY
+        )
 
-def install_evaluations(app: DriftApp, rt: Runtime) -> None:
-    """The ``evaluation-requests`` agent and the crontab job that schedules evaluations."""
-    if not croniter.is_valid(rt.settings.eval_cron):
-        raise ConfigurationError(f"DRIFT_EVAL_CRON: {rt.settings.eval_cron!r} is not a crontab expression")
-    _install_requests(app, rt)
-
-    @app.crontab(rt.settings.eval_cron, on_leader=True)
-    async def scheduled_evaluations() -> None:
-        await rt.store_ready.wait()
-        assert rt.store is not None
-        requests = await schedule_evaluations(rt.store, rt.send, rt.settings.topic_prefix)
-        log.info("scheduled %d evaluation(s)", len(requests))
-
-
-def _install_requests(app: DriftApp, rt: Runtime) -> None:
-    topics = Topics(rt.settings.topic_prefix)
-    judge = evaluation_judge(rt.deps.judge, rt.settings)
-
-    async def work(item: tuple[Any, EvaluationRequest]) -> None:
+    async def work(self, item: tuple[Any, EvaluationRequest]) -> None:
+        """Evaluate one request, publish its summary, ack it; a failure is dead-lettered (and acked)."""
         event, request = item
         try:
-            await rt.store_ready.wait()
-            assert rt.store is not None
-            stored = await evaluate_request(rt.store, judge, rt.settings, request)
-            await deliver(rt.send, topics.evaluations, request.agent_id.encode(), encode(summary_of(stored)))
+            stored = await evaluate_request(await self.store(), self.judge, self.settings, request)
+            summary = encode(summary_of(stored))
+            await deliver(self.send, self.topics.evaluations, request.agent_id.encode(), summary)
         except Exception as exc:
             log.exception("evaluation request %s could not be processed", request.request_id)
-            await rt.dead_letter(event, f"evaluation request not processed: {exc}")
+            await self.dead_letter(event, f"evaluation request not processed: {exc}")
         finally:
             event.ack()
 
-    # One agent's requests run in order (a redelivered request never races its first delivery).
-    dispatcher: KeyedDispatcher[tuple[Any, EvaluationRequest]] = KeyedDispatcher(work, max_in_flight=EVAL_CONCURRENCY)
+    async def schedule(self) -> None:
+        requests = await schedule_evaluations(await self.store(), self.send, self.settings.topic_prefix)
+        log.info("scheduled %d evaluation(s)", len(requests))
 
-    @app.agent(raw_topic(app, topics.evaluation_requests), name="evaluations")
-    async def evaluations(stream: Any) -> None:
-        async for event, request, _ in decoded_events(rt.dead_letter, stream, decode_request):
-            await dispatcher.submit(request.agent_id, (event, request))
+    def install(self, app: DriftApp) -> None:
+        """Subscribe ``app`` to ``evaluation-requests`` and add the crontab job (on the leader)."""
+
+        @app.agent(raw_topic(app, self.topics.evaluation_requests), name="evaluations")
+        async def evaluations(stream: Any) -> None:
+            async for event, request, _ in decoded_events(self.dead_letter, stream, decode_request):
+                await self.dispatcher.submit(request.agent_id, (event, request))
+
+        @app.crontab(self.settings.eval_cron, on_leader=True)
+        async def scheduled_evaluations() -> None:
+            await self.schedule()

@@ -35,6 +35,7 @@ from engine.library import PropositionLibrary
 from engine.models import Event, Persona
 from engine.scoring import ScoringTarget
 from engine.settings import Settings
+from streams.runtime.eviction import unknown_earlier_attempts
 from streams.runtime.history import HistoryView
 from streams.services.configs import ConfigCache
 from streams.services.stats import GateStats
@@ -233,7 +234,7 @@ def _score_out(check: DimensionCheck) -> dict[str, Any]:
 
 
 def build_verdict(
-    draft: Draft, result: AttemptResult, decision: GateDecision, latency_ms: float, judge: str
+    draft: Draft, result: AttemptResult, decision: GateDecision, latency_ms: float, judge: str, unknown: int = 0
 ) -> dict[str, Any]:
     """The ``verdicts`` record as a plain dict (shape of :class:`streams.wire.payloads.Verdict`; built without
     pydantic because this is the hot path — a test checks it validates against the model)."""
@@ -256,6 +257,7 @@ def build_verdict(
         "latency_ms": latency_ms,
         "token_usage": result.usage.as_dict(),
         "judge": judge if result.checks else None,
+        "unknown_earlier_attempts": unknown,
     }  # fmt: skip
 
 
@@ -310,8 +312,8 @@ def remember_verdict(verdicts: MutableMapping[str, Any], draft: Draft, record: d
     """Keep this attempt's verdict record (the verdict and its timestamp: the correction log and the committed
     message follow from them and the draft) under its draft id.
 
-    Only the worker's memory is bounded (the oldest draft ids beyond :data:`VERDICTS_KEPT` are dropped from
-    it, not from the changelog): a redelivery replays offsets not yet committed, always among the newest."""
+    Records expire after ``DRIFT_PENDING_TTL_S`` (:mod:`streams.services.eviction`), and memory keeps at most
+    :data:`VERDICTS_KEPT` draft ids: a redelivery replays offsets not yet committed, always among the newest."""
     attempts = dict(verdicts.get(draft.draft_id) or {})
     attempts[str(draft.attempt)] = record
     verdicts[draft.draft_id] = attempts
@@ -369,9 +371,10 @@ async def process_draft(
     known = (deps.verdicts.get(draft.draft_id) or {}).get(str(draft.attempt))
     if known is not None:  # a redelivered attempt: the first verdict again, never a second judgement
         return await _emit(deps, draft, known, send)
+    unknown = unknown_earlier_attempts(deps.pending, draft) if draft.attempt > 1 else 0
     result, decision = await judge_attempt(deps, draft)
     latency_ms = (time.monotonic() - received) * 1000.0
-    verdict = build_verdict(draft, result, decision, latency_ms, deps.judge.name)
+    verdict = build_verdict(draft, result, decision, latency_ms, deps.judge.name, unknown)
     record = {"verdict": verdict, "at": utcnow_iso()}
     if decision.decision is Decision.COMMIT:
         remember_commit(tables.recent, draft.agent_id, draft.draft_id, decision.text, draft.channel)

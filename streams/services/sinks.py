@@ -46,6 +46,15 @@ def _source(settings: Settings, table: Table) -> tuple[str, type[CorrectionLog] 
     return topics.messages, Message
 
 
+def sink_group(settings: Settings, table: Table) -> str:
+    """The consumer group of a sink (the same whether it runs in a worker or in ``drift sinks``)."""
+    return f"{app_id(settings)}-sink-{table.replace('_', '-')}"
+
+
+def sink_topic(settings: Settings, table: Table) -> str:
+    return _source(settings, table)[0]
+
+
 def _writer(store: Store, table: Table) -> Callable[[Sequence[Any]], Awaitable[None]]:
     return store.write_correction_logs if table == "correction_logs" else store.write_messages
 
@@ -70,7 +79,7 @@ async def run_sink(
     consumer = AIOKafkaConsumer(
         topic,
         **consumer_kwargs(settings),
-        group_id=f"{app_id(settings)}-sink-{table.replace('_', '-')}",
+        group_id=sink_group(settings, table),
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         max_poll_records=BATCH,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +61,11 @@ class GateStats:
     judge_calls: int = 0
     usage: TokenUsage = ZERO_USAGE
     dead_letters: int = 0
+    #: what the worker holds, by :mod:`streams.services.eviction`: values measured as they change
+    #: (table_restore_seconds, sink_lag_records by sink) and probes read at snapshot time (agents_in_memory,
+    #: pending_attempts)
+    state: dict[str, Any] = field(default_factory=dict)
+    probes: dict[str, Callable[[], Any]] = field(default_factory=dict)
     latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
     #: per-worker histograms (not in prometheus_client's global registry: several workers share a process in tests)
     verdict_latency: Histogram = field(
@@ -133,6 +139,7 @@ class GateStats:
             "judge_calls": self.judge_calls,
             "token_usage": self.usage.as_dict(),
             "dead_letters": self.dead_letters,
+            "state": {**self.state, **{name: probe() for name, probe in self.probes.items()}},
         }
 
 

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from engine.errors import ConfigurationError, PayloadError
 from engine.interventions import Intervention, InterventionSpec, StepResult, build_all, directives_for_step
@@ -29,16 +29,14 @@ from engine.library import PropositionLibrary
 from engine.models import AgentConfig, Persona
 from engine.settings import Settings
 from streams.runtime.dispatch import KeyedDispatcher
-from streams.runtime.faust_app import decoded_events, raw_topic
+from streams.runtime.faust_app import DriftApp, decoded_events, raw_topic
 from streams.runtime.history import HistoryFeed, HistoryView, lru_touch, record_key
 from streams.services.configs import ConfigCache
+from streams.services.context import DeadLetter
+from streams.services.gate import Sender
 from streams.services.stats import GateStats
 from streams.wire.payloads import DirectiveOut, Directives, Step, decode, encode
 from streams.wire.topics import Topics
-
-if TYPE_CHECKING:
-    from streams.runtime.faust_app import DriftApp
-    from streams.services.context import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +121,7 @@ class StepProcessor:
         agents = list(dict.fromkeys(step.agent_ids))
         if len(agents) < len(step.agent_ids):
             step = step.model_copy(update={"agent_ids": agents})  # an agent named twice acts once
+        await self.configs.ensure(agents)
         configs: dict[str, AgentConfig] = {a: self.configs.get(a) for a in agents}
         histories = {a: self.view.history(a, step.run_id) for a in agents}
         trajectory = self.view.trajectory(step.run_id, step.channel, agents)
@@ -145,9 +144,11 @@ class StepProcessor:
         )
 
 
-def _handler(rt: Runtime, processor: StepProcessor) -> Callable[[tuple[Any, Step, float]], Awaitable[None]]:
-    """Compute and send one step's record, then ack; an internal failure is dead-lettered, the record still sent."""
-    topic = Topics(rt.settings.topic_prefix).directives
+def _handler(
+    topic: str, processor: StepProcessor, send: Sender, dead_letter: DeadLetter
+) -> Callable[[tuple[Any, Step, float]], Awaitable[None]]:
+    """Compute and send one step's record to ``topic``, then ack; an internal failure is dead-lettered, the
+    record still sent."""
 
     async def handle(item: tuple[Any, Step, float]) -> None:
         event, step, received = item
@@ -155,31 +156,37 @@ def _handler(rt: Runtime, processor: StepProcessor) -> Callable[[tuple[Any, Step
             record = await processor.directives(step, received)
         except Exception as exc:
             log.exception("step %s#%d failed", step.run_id, step.step)
-            await rt.dead_letter(event, f"internal error while computing directives: {exc}")
+            await dead_letter(event, f"internal error while computing directives: {exc}")
             record = Directives(run_id=step.run_id, channel=step.channel, step=step.step)
         try:
-            await rt.send(topic, step.run_id.encode(), encode(record))
+            await send(topic, step.run_id.encode(), encode(record))
         finally:
             event.ack()
 
     return handle
 
 
-def install_steps(app: DriftApp, rt: Runtime) -> StepProcessor:
-    """Add the history feed and the step agent to the gate ``app`` of runtime ``rt``; returns the processor."""
-    settings, deps = rt.settings, rt.deps
-    feed = HistoryFeed(settings, HistoryView())
-    processor = StepProcessor(settings, deps.judge, deps.configs, deps.library, feed.view, feed,
-                              CustomInterventions(load_custom(settings.propositions_dir)), deps.stats)  # fmt: skip
-    dispatcher: KeyedDispatcher[tuple[Any, Step, float]] = KeyedDispatcher(_handler(rt, processor))
+class StepService:
+    """The ``steps`` agent and the history feed it waits on (the feed's view is the processor's)."""
 
-    @app.agent(raw_topic(app, Topics(settings.topic_prefix).steps), name="steps")
-    async def steps(stream: Any) -> None:
-        async for event, step, received in decoded_events(rt.dead_letter, stream, decode_step):
-            await dispatcher.submit(step.run_id, (event, step, received))
+    def __init__(
+        self, settings: Settings, processor: StepProcessor, feed: HistoryFeed, send: Sender, dead_letter: DeadLetter
+    ) -> None:
+        self.topics = Topics(settings.topic_prefix)
+        self.processor = processor
+        self.feed = feed
+        self.dead_letter = dead_letter
+        handle = _handler(self.topics.directives, processor, send, dead_letter)
+        self.dispatcher: KeyedDispatcher[tuple[Any, Step, float]] = KeyedDispatcher(handle)
 
-    @app.task  # type: ignore[untyped-decorator]
-    async def history_feed() -> None:
-        await feed.run_forever()
+    def install(self, app: DriftApp) -> None:
+        """Subscribe ``app`` to ``steps`` and run the history feed as one of its tasks."""
 
-    return processor
+        @app.agent(raw_topic(app, self.topics.steps), name="steps")
+        async def steps(stream: Any) -> None:
+            async for event, step, received in decoded_events(self.dead_letter, stream, decode_step):
+                await self.dispatcher.submit(step.run_id, (event, step, received))
+
+        @app.task  # type: ignore[untyped-decorator]
+        async def history_feed() -> None:
+            await self.feed.run_forever()

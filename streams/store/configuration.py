@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -58,6 +58,20 @@ class ConfigurationQueries:
             *(values[name] for name in CONFIG_FIELDS),
         )
         return new
+
+    async def configs_of(self, agent_ids: Sequence[str]) -> dict[str, AgentConfig]:
+        """The stored configurations of ``agent_ids`` (agents the store does not know are left out)."""
+        rows = await self.pool.fetch(
+            f"SELECT agent_id, {_CONFIG_COLUMNS} FROM agent_evaluation_config "  # noqa: S608
+            "WHERE agent_id = ANY($1::text[])",
+            list(agent_ids),
+        )
+        return {r["agent_id"]: AgentConfig.model_validate({k: r[k] for k in CONFIG_FIELDS}) for r in rows}
+
+    async def configs_newest(self) -> datetime | None:
+        """The newest ``updated_at`` of any configuration (where a refresh starts from)."""
+        newest: datetime | None = await self.pool.fetchval("SELECT max(updated_at) FROM agent_evaluation_config")
+        return newest
 
     async def configs_changed_since(
         self, since: datetime | None

@@ -141,6 +141,11 @@ class Verdict(_Outbound):
     latency_ms: float = 0.0
     token_usage: TokenUsageOut = Field(default_factory=TokenUsageOut)
     judge: str | None = Field(None, description="Which judge produced the scores (offline is labelled)")
+    unknown_earlier_attempts: int = Field(
+        0,
+        description="Earlier attempts of this draft the gate no longer knew (their pending entry expired after "
+        "DRIFT_PENDING_TTL_S, or never reached it): the best attempt was chosen among the known ones only",
+    )
 
 
 class Message(_Inbound):

@@ -1,83 +1,182 @@
-"""The Faust application of the gate: topics, tables, agents, timers and web pages, built by a factory.
+"""The composition root of a worker: the Faust application of the gate and every service it hosts.
 
-Nothing happens at import time; :func:`build_app` wires a fresh app for one :class:`Settings`.
-Delivery is at-least-once (the embedded broker has no transactions): drafts are acked only after their
-records are sent, and every sink is idempotent.
+Nothing happens at import time; :func:`build_app` wires a fresh app for one :class:`Settings` (checked by
+:func:`check_worker_settings`), in dependency order — output producer and dead letters, the app, its tables,
+the history view, the store and the configuration cache, the judge budget, the services (gate, steps,
+evaluations), the lanes — each object built once, complete, from what was built before it; a service gets
+its ports (see :mod:`streams.services.context`), never the worker. Delivery is at-least-once (the embedded
+broker has no transactions): drafts are acked only after their records are sent, and every sink is idempotent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, NamedTuple
 
 from engine.errors import ConfigurationError, PayloadError
-from engine.judges.base import Judge, LimitedJudge
+from engine.judges.base import Judge
+from engine.judges.budget import EVAL_LANE, GATE_LANE, JudgeBudget, eval_slots
 from engine.library import PropositionLibrary
 from engine.models import AgentConfig
 from engine.settings import Settings
+from streams.runtime import faust_private
 from streams.runtime.faust_app import DriftApp, faust_app, raw_topic
+from streams.runtime.history import HistoryFeed, HistoryView
+from streams.runtime.output import Output
 from streams.runtime.tables import DirectTable
 from streams.services.configs import ConfigCache
-from streams.services.context import Runtime
-from streams.services.evaluations import install_evaluations
+from streams.services.context import DeadLetters, WorkerStore
+from streams.services.evaluations import EvaluationService
+from streams.services.eviction import Evictor, install_eviction
 from streams.services.gate import GateDeps
 from streams.services.sinks import run_sinks
 from streams.services.stats import GateStats, TimedJudge
-from streams.services.steps import install_steps
-from streams.store import Store
+from streams.services.steps import CustomInterventions, StepProcessor, StepService, load_custom
 from streams.wire.payloads import AgentConfigChange, decode
 from streams.wire.topics import Topics
-from streams.worker.lanes import COUNT_FLUSH_S, GateLane, StateLane
+from streams.worker.lanes import COUNT_FLUSH_S, GateLane, StateLane, bind_record
 from streams.worker.metrics import CONTENT_TYPE, exposition, metrics_registry
-from streams.worker.restoring import install_restore
+from streams.worker.restoring import restore_plan
 
 log = logging.getLogger(__name__)
 
 
-def build_app(settings: Settings, judge: Judge, *, partitions: int = 3) -> tuple[DriftApp, Runtime]:
-    """A ready-to-run Faust app for ``settings`` with ``judge`` behind a global in-flight cap."""
-    app = faust_app(settings, partitions)
-    recent_table = app.Table("recent-messages", default=list, partitions=partitions)
-    pending_table = app.Table("pending-attempts", default=list, partitions=partitions)
-    verdicts_table = app.Table("verdict-records", default=dict, partitions=partitions)
-    configs = ConfigCache(None, wait_for_store=True)  # decides nothing until the stored configs are in
+@dataclass(frozen=True)
+class Worker:
+    """What :func:`build_app` wired, in the order it was built (for the runner, ``/health`` and tests)."""
+
+    settings: Settings
+    output: Output
+    letters: DeadLetters
+    store: WorkerStore
+    configs: ConfigCache
+    budget: JudgeBudget
+    gate: GateDeps
+    steps: StepService
+    evaluations: EvaluationService
+    gate_lane: GateLane
+    state_lane: StateLane
+    evictor: Evictor
+
+
+def check_worker_settings(settings: Settings) -> None:
+    """Refuse settings a worker cannot run on, with one line naming the variable (never a silent default)."""
+    if not isinstance(settings, Settings):
+        raise ConfigurationError(f"a worker is built from one Settings object, not {type(settings).__name__}")
+    eval_slots(settings.judge_concurrency, settings.eval_judge_share)  # the budget splits (raises otherwise)
+    positive = {"DRIFT_JUDGE_DEADLINE_S": settings.judge_deadline_s, "DRIFT_STEP_DEADLINE_S": settings.step_deadline_s,
+                "DRIFT_EVAL_WINDOW_S": settings.eval_window_s, "DRIFT_EVAL_THRESHOLD": settings.eval_threshold,
+                "DRIFT_EVAL_DEADLINE_S": settings.eval_deadline_s}  # fmt: skip
+    for name, value in positive.items():
+        if not value > 0:
+            raise ConfigurationError(f"{name} must be greater than 0 in a worker, got {value}")
+    if not settings.topic_prefix:
+        raise ConfigurationError("DRIFT_TOPIC_PREFIX must not be empty in a worker")
+
+
+class AppConsumer:
+    """Faust's consumer of ``app`` as the lanes use it (Faust creates the consumer when the worker starts)."""
+
+    def __init__(self, app: DriftApp) -> None:
+        self._app = app
+
+    def ack(self, message: Any) -> None:
+        self._app.consumer.ack(message)
+
+    def release(self, message: Any) -> None:
+        faust_private.release(self._app.consumer, message)
+
+
+def build_app(
+    settings: Settings, judge: Judge, *, partitions: int = 3, on_ready: Callable[[], None] | None = None
+) -> tuple[DriftApp, Worker]:
+    """A ready-to-run Faust app for ``settings``, built in dependency order: the output producer and the
+    dead-letter path, the app, its tables, the history view, the services (each given only its ports), the
+    lanes. ``judge`` is shared by the gate, the steps and the evaluations through one in-flight budget, which
+    also applies the judge deadline (pass a judge without limits of its own: ``make_judge(...,
+    own_limits=False)``). ``on_ready`` is called
+    once partitions are assigned and the store is open."""
+    check_worker_settings(settings)
+    topics, stats = Topics(settings.topic_prefix), GateStats()
+    output = Output(settings)
+    letters = DeadLetters(output.send, topics.dlq, stats)
+    store = WorkerStore(settings.database())
+    restore = restore_plan(settings, store, partitions)  # table restores bounded by live state
+    app = faust_app(settings, partitions, closing=output, skipped=letters.batch, restore=restore)
+    tables = _tables(app, settings, partitions, output)
+    feed = HistoryFeed(settings, HistoryView(max_age_s=settings.agent_idle_ttl_s))  # older: evicted anyway
+    configs = ConfigCache(store, wait_for_store=True)  # loaded by store.open
+    budget, timed = JudgeBudget(settings.judge_concurrency, settings.eval_judge_share), TimedJudge(judge, stats)
+    online = budget.judge(timed, GATE_LANE, settings.judge_deadline_s)
     library = PropositionLibrary(settings.propositions_dir)
-    stats = GateStats()
-    limited = LimitedJudge(TimedJudge(judge, stats), settings.judge_concurrency)
-    deps = GateDeps(settings, limited, library, configs, _unset_sender, {}, {}, stats=stats)
-    rt = Runtime(app, settings, deps)
-    app.runtime = rt
-    install_restore(app, rt, partitions)  # table restores bounded by live state (streams.runtime.restore)
-    deps.send = rt.send
-    deps.recent = DirectTable(recent_table, rt.send)
-    deps.pending = DirectTable(pending_table, rt.send)
-    deps.verdicts = DirectTable(verdicts_table, rt.send)
-    _install_state(app, rt, partitions)
-    _install_sinks(app, rt)
-    install_evaluations(app, rt)
-    steps = install_steps(app, rt)
-    deps.view, deps.feed = steps.view, steps.feed  # the gate judges with the conversation the steps service sees
-    _install_lifecycle(app, rt, configs)
-    _install_config_page(app, configs)
-    return app, rt
+    gate = GateDeps(settings, online, library, configs, output.send, tables.recent, tables.pending, stats=stats,
+                    view=feed.view, feed=feed, verdicts=tables.verdicts)  # fmt: skip
+    processor = StepProcessor(settings, online, configs, library, feed.view, feed,
+                              CustomInterventions(load_custom(settings.propositions_dir)), stats)  # fmt: skip
+    steps = StepService(settings, processor, feed, output.send, letters.record)
+    offline = budget.judge(timed, EVAL_LANE, settings.judge_deadline_s)
+    evaluations = EvaluationService(settings, offline, store, output.send, letters.record)
+    consumer = AppConsumer(app)
+    gate_lane = GateLane(gate, consumer, output.batch, letters.record)
+    state_lane = StateLane(gate, tables.counts, consumer, letters.record, output.send,
+                           bind=functools.partial(bind_record, app), requests=topics.evaluation_requests,
+                           threshold=settings.eval_threshold)  # fmt: skip
+    owned = functools.partial(owned_partitions, app, topics.drafts)
+    evictor = Evictor(settings, configs, feed.view, *tables[:3], gate_lane.dispatcher.busy, owned, stats)
+    worker = Worker(settings, output, letters, store, configs, budget, gate, steps, evaluations, gate_lane,
+                    state_lane, evictor)  # fmt: skip
+    _install(app, worker, on_ready)
+    return app, worker
 
 
-async def _unset_sender(
-    topic: str, key: bytes, value: bytes | None, partition: int | None = None
-) -> asyncio.Future[Any]:
-    raise RuntimeError("sender used before the runtime was built")
+def owned_partitions(app: DriftApp, topic: str) -> set[int]:
+    """The partitions of ``topic`` this worker is active for."""
+    return {tp.partition for tp in app.assignor.assigned_actives() if tp.topic == topic}
 
 
-def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
+class GateTables(NamedTuple):
+    recent: DirectTable  # agent id -> its recent committed actions
+    pending: DirectTable  # draft id -> its attempts waiting for a retry
+    verdicts: DirectTable  # draft id -> {attempt: its verdict record}
+    counts: Any  # agent id -> actions in the current window (Faust's windowed table)
+
+
+def _tables(app: DriftApp, settings: Settings, partitions: int, output: Output) -> GateTables:
+    """The gate's tables: three written directly on the output producer, the windowed counts by Faust."""
+
+    def table(name: str, default: type) -> DirectTable:
+        return DirectTable(app.Table(name, default=default, partitions=partitions), output.send)
+
+    window = timedelta(seconds=settings.eval_window_s)
+    counts = app.Table("message-counts", default=int, partitions=partitions).tumbling(window, expires=window * 2)
+    return GateTables(table("recent-messages", list), table("pending-attempts", list),
+                      table("verdict-records", dict), counts)  # fmt: skip
+
+
+def _install(app: DriftApp, worker: Worker, on_ready: Callable[[], None] | None) -> None:
+    """Register the worker's agents, lanes, tasks and pages on ``app``."""
+    _install_lanes(app, worker)
+    if worker.settings.sinks:  # else `drift sinks` runs them (see streams.services.sinks)
+        _install_sinks(app, worker.settings, worker.store)
+    worker.evaluations.install(app)
+    worker.steps.install(app)
+    install_eviction(app, worker.settings, worker.evictor, worker.gate.flush_tables)  # idle agents leave memory
+    _install_lifecycle(app, worker, on_ready)
+    _install_config_page(app, worker.configs)
+
+
+def _install_lanes(app: DriftApp, worker: Worker) -> None:
     """The fast lanes (drafts into the gate, committed messages into its state) and the agent-config agent."""
-    topics = Topics(rt.settings.topic_prefix)
+    topics, gate, state = Topics(worker.settings.topic_prefix), worker.gate_lane, worker.state_lane
     for topic in (topics.drafts, topics.messages):
         app.topics.add(raw_topic(app, topic))  # subscribed by Faust's group, co-partitioned with the tables
-    state = StateLane(rt, partitions)
-    gate = GateLane(rt)
-    app.fast_lanes = {topics.drafts: gate, topics.messages: state}
+    app.add_fast_lane(topics.drafts, gate)
+    app.add_fast_lane(topics.messages, state)
 
     async def revoked(sender: Any, revoked: set[Any], **kwargs: Any) -> None:
         await gate.on_revoked(revoked)  # awaited before the group re-forms: see GateLane.on_revoked
@@ -93,9 +192,9 @@ def _install_state(app: DriftApp, rt: Runtime, partitions: int) -> None:
     async def agent_config(stream: Any) -> None:
         async for event in stream.events():
             try:
-                rt.deps.configs.apply(*config_change(event.value))
+                worker.configs.apply(*config_change(event.value))
             except (PayloadError, ValueError) as exc:
-                await rt.dead_letter(event, f"invalid agent-config record: {exc}")
+                await worker.letters.record(event, f"invalid agent-config record: {exc}")
 
 
 def config_change(raw: bytes | None) -> tuple[str, AgentConfig]:
@@ -105,50 +204,12 @@ def config_change(raw: bytes | None) -> tuple[str, AgentConfig]:
     return change.agent_id, AgentConfig.model_validate(change.config, strict=True)
 
 
-def _install_sinks(app: DriftApp, rt: Runtime) -> None:
-    """The Postgres sinks (plain consumer groups, see :mod:`streams.services.sinks`), unless this worker runs
-    without."""
-    if not rt.settings.sinks:
-        return
-
-    async def store() -> Store:
-        await rt.store_ready.wait()
-        assert rt.store is not None
-        return rt.store
+def _install_sinks(app: DriftApp, settings: Settings, store: WorkerStore) -> None:
+    """The Postgres sinks (plain consumer groups, see :mod:`streams.services.sinks`)."""
 
     @app.task  # type: ignore[untyped-decorator]
     async def sinks() -> None:
-        await run_sinks(rt.settings, store)
-
-
-STORE_RETRY_MAX_S = 5.0
-
-
-async def open_store(rt: Runtime, configs: ConfigCache) -> None:
-    """Connect, migrate and load the agent configurations, retrying (with the reason on ``/health``) until the
-    database answers: a worker never gates with defaults because its database is not there yet."""
-    url = rt.settings.database()
-    delay = 0.25
-    while True:
-        try:
-            if rt.store is None:
-                rt.waiting_for = "connecting to the database"
-                rt.store = await Store.connect(url)
-            rt.waiting_for = "migrating the database"
-            await rt.store.migrate()
-            rt.waiting_for = "loading agent configurations"
-            configs.attach(rt.store)
-            await configs.load()
-            break
-        except ConfigurationError:
-            raise
-        except Exception as exc:  # unreachable, restarting, locked: wait and say why
-            rt.waiting_for = f"waiting for the database: {exc}"
-            log.warning("%s; retrying in %.1f s", rt.waiting_for, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, STORE_RETRY_MAX_S)
-    rt.waiting_for = None
-    rt.store_ready.set()
+        await run_sinks(settings, store)
 
 
 def _install_config_page(app: DriftApp, configs: ConfigCache) -> None:
@@ -156,46 +217,49 @@ def _install_config_page(app: DriftApp, configs: ConfigCache) -> None:
     async def config_page(web: Any, request: Any, agent_id: str) -> Any:
         """The configuration this worker gates ``agent_id`` with (404 before it has one): what ``drift config
         set`` changed is visible here once the worker applied it."""
-        config = configs.known(agent_id)
+        config = await configs.lookup(agent_id)  # an agent not in memory: its stored configuration
         if config is None or not configs.loaded:
             return web.json({"agent_id": agent_id, "config": None}, status=404)
         return web.json({"agent_id": agent_id, "config": config.model_dump(mode="json")})
 
 
-def _install_lifecycle(app: DriftApp, rt: Runtime, configs: ConfigCache) -> None:
+def _install_lifecycle(app: DriftApp, worker: Worker, on_ready: Callable[[], None] | None) -> None:
+    store, configs, background = worker.store, worker.configs, set[asyncio.Future[None]]()
+    announce_once = [on_ready]
+
     @app.task  # type: ignore[untyped-decorator]
     async def connect_store() -> None:
-        await open_store(rt, configs)
+        await store.open(configs)
 
     @app.timer(1.0)  # type: ignore[untyped-decorator]
     async def refresh_configs() -> None:
-        if rt.store_ready.is_set():
-            await configs.refresh()
+        if store.ready.is_set():
+            await configs.refresh(await store())
 
     @app.page("/health")
     async def health_page(web: Any, request: Any) -> Any:
         """200 once the worker gates (database up, configurations loaded); 503 with the reason before."""
-        body = {"ready": rt.waiting_for is None, "waiting_for": rt.waiting_for}
-        return web.json(body, status=200 if rt.waiting_for is None else 503)
+        body = {"ready": store.waiting_for is None, "waiting_for": store.waiting_for}
+        return web.json(body, status=200 if store.waiting_for is None else 503)
 
     @app.page("/stats")
     async def stats_page(web: Any, request: Any) -> Any:
-        return web.json({**rt.deps.stats.snapshot(), "judge": rt.deps.judge.name})  # it prices the tokens
+        return web.json({**worker.gate.stats.snapshot(), "judge": worker.gate.judge.name})  # it prices the tokens
 
-    registry = metrics_registry(rt.deps.stats)
+    registry = metrics_registry(worker.gate.stats)
 
     @app.page("/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:
         return web.text(exposition(registry).decode(), content_type=CONTENT_TYPE)
 
     async def announce(callback: Callable[[], None]) -> None:
-        await rt.store_ready.wait()
+        await store.ready.wait()
         callback()
 
     async def ready(sender: Any, *args: Any, signal: Any = None, **kwargs: Any) -> None:
         # Never block here: recovery awaits this signal, and the store task starts after recovery.
-        if rt.on_ready is not None:
-            callback, rt.on_ready = rt.on_ready, None
-            rt.background.add(asyncio.ensure_future(announce(callback)))
+        callback, announce_once[0] = announce_once[0], None
+        if callback is not None:
+            background.add(asyncio.ensure_future(announce(callback)))
 
     app.on_rebalance_complete.connect(ready)  # type: ignore[arg-type]

@@ -10,4 +10,4 @@ from engine.settings import Settings
 from streams.worker.app import build_app
 
 settings = Settings.from_env()
-app, runtime = build_app(settings, make_judge("", settings))
+app, worker = build_app(settings, make_judge("", settings, own_limits=False))

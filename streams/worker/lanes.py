@@ -1,6 +1,9 @@
 """The worker's two hot topics as fast lanes (see :mod:`streams.runtime.transport`): drafts into the gate, committed
 messages into the gate's state. Handlers get batches of Faust messages, never raise for bad input (it is
 dead-lettered) and ack every record on Faust's consumer once its effects are durable.
+
+Each lane receives the narrow ports it uses (see :mod:`streams.services.context`): the gate's dependencies, the
+consumer it acks on, a factory of output batches, the dead-letter path; never the worker as a whole.
 """
 
 from __future__ import annotations
@@ -10,8 +13,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from faust.events import Event
 
@@ -20,12 +22,9 @@ from streams.runtime import faust_private
 from streams.runtime.dispatch import KeyedDispatcher
 from streams.runtime.history import record_key
 from streams.runtime.output import OutputBatch
-from streams.services.gate import TableWrites, process_draft, remember_commit
+from streams.services.context import DeadLetter
+from streams.services.gate import GateDeps, Sender, TableWrites, process_draft, remember_commit
 from streams.wire.payloads import Draft, EvaluationRequest, Message, decode, encode
-from streams.wire.topics import Topics
-
-if TYPE_CHECKING:
-    from streams.services.context import Runtime
 
 log = logging.getLogger(__name__)
 Keyed = TypeVar("Keyed", Draft, Message)
@@ -41,6 +40,16 @@ def keyed(record: Any, model: type[Keyed]) -> Keyed:
     return payload
 
 
+class LaneConsumer(Protocol):
+    """Faust's consumer as the lanes use it."""
+
+    def ack(self, message: Any) -> None:
+        """The message is handled: its offset may be committed."""
+
+    def release(self, message: Any) -> None:
+        """Forget a fetched message that is not handled here (its partition was revoked)."""
+
+
 class GateLane:
     """Drafts: decode, dead-letter bad input, decide per agent in order, ack after the records are delivered.
 
@@ -50,8 +59,13 @@ class GateLane:
     the :class:`KeyedDispatcher`, so a slow judge call never holds up other agents.
     """
 
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
+    def __init__(
+        self, gate: GateDeps, consumer: LaneConsumer, batch: Callable[[], OutputBatch], dead_letter: DeadLetter
+    ) -> None:
+        self.gate = gate
+        self.consumer = consumer
+        self.batch = batch  # a new output batch (streams.runtime.output.Output.batch)
+        self.dead_letter = dead_letter
         self.dispatcher: KeyedDispatcher[Item] = KeyedDispatcher(self._handle)
         self._batches = 0  # lane batches being handled
         self._no_batch = asyncio.Event()
@@ -69,20 +83,18 @@ class GateLane:
         withdrawn = await self.dispatcher.withdraw(unwanted)  # frees slots a batch's submit may be waiting for
         await self._no_batch.wait()  # a batch fetched before the rebalance may still be submitting
         withdrawn += await self.dispatcher.withdraw(unwanted)
-        unacked = getattr(self.rt.app.consumer, "_unacked_messages", None)
         for message, _, _ in withdrawn:
-            if unacked is not None:
-                unacked.discard(message)
+            self.consumer.release(message)
         if withdrawn:
             log.info("rebalance: %d queued draft(s) of revoked partitions left to their next owner", len(withdrawn))
 
     def ack(self, message: Any) -> None:
-        self.rt.app.consumer.ack(message)
+        self.consumer.ack(message)
 
     async def wait_ready(self) -> None:
         """No draft is decided before the stored agent configurations are loaded (see
         :mod:`streams.services.configs`)."""
-        await self.rt.deps.configs.wait_loaded()
+        await self.gate.configs.wait_loaded()
 
     async def _judge(self, item: Item, batch: OutputBatch | None = None) -> list[asyncio.Future[Any]] | None:
         """The draft's delivery futures; None when it failed and was dead-lettered (and acked). In a ``batch``,
@@ -90,13 +102,13 @@ class GateLane:
         message, draft, received = item
         try:
             if batch is None:
-                return await process_draft(self.rt.deps, draft, received, partition=message.partition)
+                return await process_draft(self.gate, draft, received, partition=message.partition)
             return await process_draft(
-                self.rt.deps, draft, received, partition=message.partition, flush=False, send=batch.send
+                self.gate, draft, received, partition=message.partition, flush=False, send=batch.send
             )
         except Exception as exc:
             log.exception("draft %s failed", draft.draft_id)
-            await self.rt.dead_letter(message, f"internal error while judging: {exc}")
+            await self.dead_letter(message, f"internal error while judging: {exc}")
             self.ack(message)
             return None
 
@@ -109,7 +121,7 @@ class GateLane:
         try:
             return keyed(message, Draft)
         except PayloadError as exc:
-            await self.rt.dead_letter(message, str(exc))
+            await self.dead_letter(message, str(exc))
             self.ack(message)
             return None
 
@@ -130,11 +142,12 @@ class GateLane:
         deliveries: set[asyncio.Future[Any]] = set()  # one future per Kafka batch, shared by its records
         written: set[str] = set()
         decided: list[str] = []  # draft ids, whose verdict records go out before their verdicts
-        batch = self.rt.output.batch()
-        configs = self.rt.deps.configs
-        for message in messages:
-            if (draft := await self._decode(message)) is None:
-                continue
+        batch = self.batch()
+        configs = self.gate.configs
+        drafts = [(message, draft) for message in messages if (draft := await self._decode(message)) is not None]
+        if drafts:  # agents not in memory (new, or back after eviction): their stored configurations, one query
+            await configs.ensure({draft.agent_id for _, draft in drafts})
+        for message, draft in drafts:
             item = (message, draft, received)
             if self.dispatcher.busy(draft.agent_id) or configs.get(draft.agent_id, draft.agent_name).needs_judge:
                 await self.dispatcher.submit(draft.agent_id, item)
@@ -146,9 +159,9 @@ class GateLane:
         if not inline:
             return
         try:
-            records = self.rt.output.batch()  # the verdict records, shipped and acknowledged before the verdicts
-            await self.rt.deps.persist_verdicts(decided, records.send, records.flush)
-            deliveries.update(await self.rt.deps.flush_tables(written, batch.send))
+            records = self.batch()  # the verdict records, shipped and acknowledged before the verdicts
+            await self.gate.persist_verdicts(decided, records.send, records.flush)
+            deliveries.update(await self.gate.flush_tables(written, batch.send))
             await batch.flush()
         except Exception:  # the broker refused or timed out: nothing is acked, nothing is lost
             log.exception("the records of %d draft(s) were not sent; they stay unacked and come back after a "
@@ -182,6 +195,14 @@ def ack_when_delivered(ack: Callable[[Any], Any], messages: list[Any], deliverie
 COUNT_FLUSH_S = 0.2
 
 
+def bind_record(app: Any, record: Any) -> Event:
+    """Make ``record`` Faust's current event of ``app``: Faust's own table writes (the windowed counts) take
+    their changelog partition from it. Faust holds the event weakly: keep the returned event while writing."""
+    event = Event(app, record.key, record.value, record.headers, record)
+    faust_private.set_current_event(event)
+    return event
+
+
 class StateLane:
     """Committed messages: external actions enter the recent-messages table; actions are counted per agent in a
     windowed Faust table, and crossing the threshold requests an offline evaluation.
@@ -189,22 +210,40 @@ class StateLane:
     Counts are added to the table at most every :data:`COUNT_FLUSH_S` (one write per agent instead of one per
     batch: a windowed write is costly in Faust), and the messages are acked only after their counts are in:
     an evaluation request may come up to that much later, never lost.
+
+    ``counts`` is the windowed table, ``bind`` makes a record the current event of its writes
+    (:func:`bind_record`), ``requests`` the ``evaluation-requests`` topic, ``threshold`` the actions per window
+    that request an evaluation.
     """
 
-    def __init__(self, rt: Runtime, partitions: int) -> None:
-        self.rt = rt
-        window = timedelta(seconds=rt.settings.eval_window_s)
-        self.counts = rt.app.Table("message-counts", default=int, partitions=partitions).tumbling(
-            window, expires=window * 2
-        )
+    def __init__(
+        self,
+        gate: GateDeps,
+        counts: Any,
+        consumer: LaneConsumer,
+        dead_letter: DeadLetter,
+        send: Sender,
+        *,
+        bind: Callable[[Any], Any],
+        requests: str,
+        threshold: int,
+    ) -> None:
+        self.gate = gate
+        self.counts = counts
+        self.consumer = consumer
+        self.dead_letter = dead_letter
+        self.send = send
+        self.bind = bind
+        self.requests = requests
+        self.threshold = threshold
         self._added: dict[str, tuple[Any, int, Message]] = {}  # agent -> (last record, actions, last message)
         self._unacked: list[Any] = []
         self._flushed_at = time.monotonic()
 
     async def __call__(self, messages: list[Any]) -> None:
-        per_agent = await _absorb(self.rt, messages)
+        per_agent = await self._absorb(messages)
         try:  # external actions entered the recent table: their changelog records first
-            await asyncio.gather(*await self.rt.deps.flush_tables())
+            await asyncio.gather(*await self.gate.flush_tables())
         except Exception:  # not counted, not acked: they come back after a restart or rebalance
             log.exception("recent-messages changelog not written; %d message(s) stay unacked", len(messages))
             return
@@ -227,42 +266,41 @@ class StateLane:
         for record, count, last in added.values():
             await self._count(record, count, last)
         for message in unacked:
-            self.rt.app.consumer.ack(message)
+            self.consumer.ack(message)
 
     async def _count(self, record: Any, added: int, last: Message) -> None:
-        event = Event(self.rt.app, record.key, record.value, record.headers, record)
-        faust_private.set_current_event(event)  # Faust's table writes follow this event's partition
+        event = self.bind(record)  # Faust's table writes follow this record's partition (while event lives)
         before = self.counts[last.agent_id].current()
         self.counts[last.agent_id] += added
-        if before < self.rt.settings.eval_threshold <= before + added:
-            await request_evaluation(self.rt, last)
+        del event
+        if before < self.threshold <= before + added:
+            await self.request_evaluation(last)
 
+    async def _absorb(self, records: list[Any]) -> dict[str, tuple[Any, int, Message]]:
+        """Validate a batch of committed messages, remember external actions, count actions per agent."""
+        per_agent: dict[str, tuple[Any, int, Message]] = {}
+        for record in records:
+            try:
+                message = keyed(record, Message)
+            except PayloadError as exc:
+                await self.dead_letter(record, str(exc))
+                continue
+            self.gate.configs.note_agent(message.agent_id, message.agent_name)
+            if message.kind != "action":
+                continue
+            if message.origin != "gate":
+                recent = TableWrites(self.gate, record.partition).recent  # the changelog partition of this record
+                remember_commit(recent, message.agent_id, message.message_id, message.text, message.channel)
+            _, seen, _ = per_agent.get(message.agent_id, (None, 0, message))
+            per_agent[message.agent_id] = (record, seen + 1, message)
+        return per_agent
 
-async def _absorb(rt: Runtime, records: list[Any]) -> dict[str, tuple[Any, int, Message]]:
-    """Validate a batch of committed messages, remember external actions, count actions per agent."""
-    per_agent: dict[str, tuple[Any, int, Message]] = {}
-    for record in records:
-        try:
-            message = keyed(record, Message)
-        except PayloadError as exc:
-            await rt.dead_letter(record, str(exc))
-            continue
-        rt.deps.configs.note_agent(message.agent_id, message.agent_name)
-        if message.kind != "action":
-            continue
-        if message.origin != "gate":
-            recent = TableWrites(rt.deps, record.partition).recent  # the changelog partition of this record
-            remember_commit(recent, message.agent_id, message.message_id, message.text, message.channel)
-        _, seen, _ = per_agent.get(message.agent_id, (None, 0, message))
-        per_agent[message.agent_id] = (record, seen + 1, message)
-    return per_agent
-
-
-async def request_evaluation(rt: Runtime, message: Message) -> None:
-    request = EvaluationRequest(
-        request_id="threshold-" + hashlib.sha256(f"{message.agent_id}\0{message.message_id}".encode()).hexdigest()[:32],
-        agent_id=message.agent_id,
-        reason="threshold",
-        message_count=rt.settings.eval_threshold,
-    )
-    await rt.send(Topics(rt.settings.topic_prefix).evaluation_requests, message.agent_id.encode(), encode(request))
+    async def request_evaluation(self, message: Message) -> None:
+        digest = hashlib.sha256(f"{message.agent_id}\0{message.message_id}".encode()).hexdigest()[:32]
+        request = EvaluationRequest(
+            request_id="threshold-" + digest,
+            agent_id=message.agent_id,
+            reason="threshold",
+            message_count=self.threshold,
+        )
+        await self.send(self.requests, message.agent_id.encode(), encode(request))

@@ -70,6 +70,14 @@ class GateStatsCollector(Collector):
         yield _counter("judge_calls", "Judge calls of the gate's checks.", s["judge_calls"])
         yield _counter("judge_tokens", "Judge tokens by kind.", label="kind", by=s["token_usage"])
         yield _counter("dead_letters", "Records sent to the dead-letter topic.", s["dead_letters"])
+        state = s["state"]
+        yield _gauge("agents_in_memory", "Distinct agents with state in this worker (idle ones are evicted).",
+                     state.get("agents_in_memory"))  # fmt: skip
+        yield _gauge("pending_attempts", "pending-attempts entries in memory.", state.get("pending_attempts"))
+        yield _gauge("table_restore_seconds", "Last assignment to its tables being restored and ready.",
+                     state.get("table_restore_seconds"))  # fmt: skip
+        yield _gauge("sink_lag_records", "Records on a sink's topic its consumer group has not committed.",
+                     label="sink", by=state.get("sink_lag_records") or {})  # fmt: skip
 
 
 def metrics_registry(stats: GateStats) -> CollectorRegistry:

@@ -7,9 +7,8 @@ import logging
 
 from engine.errors import ServiceError
 from engine.settings import Settings
-from streams.runtime.faust_app import DriftApp
 from streams.runtime.restore import RestorePlan
-from streams.services.context import Runtime
+from streams.services.context import WorkerStore
 from streams.services.gate import RECENT_KEPT
 from streams.store import Store
 from streams.store.restore import RestoreQueries
@@ -21,17 +20,18 @@ class RestoreDatabase:
     """The database a restore reads: the worker's store once it is open, before that a small pool of its own
     (Faust restores the tables before the worker's tasks — the store among them — start)."""
 
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
+    def __init__(self, settings: Settings, store: WorkerStore) -> None:
+        self.settings = settings
+        self.store = store
         self._own: Store | None = None
         self._lock = asyncio.Lock()
 
     async def __call__(self, timeout_s: float | None) -> RestoreQueries | None:
-        if self.rt.store_ready.is_set():
-            return self.rt.store
+        if self.store.ready.is_set():
+            return await self.store()
         async with self._lock:
             if self._own is None:
-                self._own = await _connect(self.rt.settings, 30.0 if timeout_s is None else timeout_s)
+                self._own = await _connect(self.settings, 30.0 if timeout_s is None else timeout_s)
         return self._own
 
     async def close(self) -> None:
@@ -53,10 +53,8 @@ async def _connect(settings: Settings, timeout_s: float) -> Store | None:
             await asyncio.sleep(0.5)
 
 
-def install_restore(app: DriftApp, rt: Runtime, partitions: int) -> RestorePlan:
-    """Give ``app``'s tables a :class:`RestorePlan` reading the worker's database. Its
+def restore_plan(settings: Settings, store: WorkerStore, partitions: int) -> RestorePlan:
+    """The :class:`RestorePlan` of a worker's tables, reading the worker's database (``store``); its
     :meth:`RestorePlan.restore_seconds` is how long the last restore took."""
-    database = RestoreDatabase(rt)
-    plan = RestorePlan(rt.settings, database, partitions=partitions, kept=RECENT_KEPT, close=database.close)
-    app.restore = plan
-    return plan
+    database = RestoreDatabase(settings, store)
+    return RestorePlan(settings, database, partitions=partitions, kept=RECENT_KEPT, close=database.close)

@@ -93,8 +93,7 @@ def run_worker(
     install_log_masking([settings.database(), settings.broker])
     loop = _new_loop()
     asyncio.set_event_loop(loop)
-    app, runtime = build_app(settings, judge, partitions=partitions)
-    runtime.on_ready = on_ready
+    app, _ = build_app(settings, judge, partitions=partitions, on_ready=on_ready)
     worker = DriftWorker(app, loglevel=loglevel, quiet=True, loop=loop, redirect_stdouts=False)
     if on_abort is not None:
         worker.on_abort = on_abort

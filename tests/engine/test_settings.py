@@ -238,3 +238,16 @@ def test_the_sdk_compression_codec_is_checked(from_env: EnvFactory) -> None:
     assert from_env({"DRIFT_KAFKA_COMPRESSION": "zstd"}).kafka_compression == "zstd"
     with pytest.raises(ConfigurationError, match="DRIFT_KAFKA_COMPRESSION must be one of none, gzip, snappy"):
         from_env({"DRIFT_KAFKA_COMPRESSION": "brotli"})
+
+
+@pytest.mark.parametrize("name", ["DRIFT_AGENT_IDLE_TTL_S", "DRIFT_PENDING_TTL_S"])
+@pytest.mark.parametrize("raw", ["0", "-5", "nan", "inf", "40000000"])
+def test_the_ttls_are_bounds_checked(name: str, raw: str) -> None:
+    with pytest.raises(ConfigurationError, match=name):
+        Settings.from_env({name: raw})
+
+
+def test_the_ttls_default_to_a_day_and_an_hour_and_read_the_environment() -> None:
+    assert (Settings().agent_idle_ttl_s, Settings().pending_ttl_s) == (86_400.0, 3_600.0)
+    settings = Settings.from_env({"DRIFT_AGENT_IDLE_TTL_S": "20", "DRIFT_PENDING_TTL_S": "2.5"})
+    assert (settings.agent_idle_ttl_s, settings.pending_ttl_s) == (20.0, 2.5)

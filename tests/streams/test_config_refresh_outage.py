@@ -9,6 +9,7 @@ import asyncpg
 import pytest
 
 from streams.services.configs import ConfigCache
+from tests.streams.fakes import access
 
 
 class GoneStore:
@@ -21,6 +22,9 @@ class GoneStore:
     async def configs_changed_since(self, since: Any) -> Any:
         raise self.error
 
+    async def configs_of(self, agent_ids: Any) -> Any:
+        raise self.error
+
 
 @pytest.mark.parametrize(
     "error",
@@ -29,13 +33,24 @@ class GoneStore:
      asyncpg.exceptions.AdminShutdownError("terminating connection"), FileNotFoundError(2, "socket")],
 )  # fmt: skip
 async def test_a_refresh_while_the_database_is_away_keeps_the_cache(error: Exception) -> None:
-    cache = ConfigCache(None)
-    cache.attach(GoneStore(error))  # type: ignore[arg-type]
-    assert await cache.refresh() == 0
+    cache = ConfigCache()
+    assert await cache.refresh(GoneStore(error)) == 0  # type: ignore[arg-type]
 
 
 async def test_a_bug_still_surfaces() -> None:
-    cache = ConfigCache(None)
-    cache.attach(GoneStore(KeyError("bug")))  # type: ignore[arg-type]
+    cache = ConfigCache()
     with pytest.raises(KeyError):
-        await cache.refresh()
+        await cache.refresh(GoneStore(KeyError("bug")))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("error", [asyncpg.exceptions.CannotConnectNowError("shutting down"), OSError("socket")])
+async def test_agents_whose_stored_config_cannot_be_read_get_the_defaults_until_a_refresh(error: Exception) -> None:
+    cache = ConfigCache(access(GoneStore(error)))
+    await cache.ensure(["returning"])  # the read fails: logged, not raised (the gate goes on)
+    assert cache.known("returning") is None
+
+
+async def test_a_bug_in_the_first_sight_read_still_surfaces() -> None:
+    cache = ConfigCache(access(GoneStore(KeyError("bug"))))
+    with pytest.raises(KeyError):
+        await cache.ensure(["returning"])

@@ -15,7 +15,6 @@ from engine.errors import PayloadError
 from streams.services.sinks import SinkItem, decode_items, write_batch
 from streams.store.errors import classify
 from streams.wire.payloads import Draft, Message, decode
-from streams.worker.lanes import GateLane
 from tests.streams.test_lanes import FakeRuntime, Record
 
 NUL_DRAFT = {"draft_id": "d-nul", "agent_id": "michael", "text": "paper\u0000clip"}
@@ -31,7 +30,7 @@ def test_a_nul_character_is_refused_at_the_payload_boundary() -> None:
 async def test_a_nul_draft_is_dead_lettered_before_any_judge_call() -> None:
     rt = FakeRuntime()
     bad = Record(b"michael", orjson.dumps(NUL_DRAFT), offset=3)
-    await GateLane(rt)([bad])  # type: ignore[arg-type]
+    await rt.lane()([bad])
     assert [(r, "NUL" in reason) for r, reason in rt.dead] == [(bad, True)] and rt.acked == [bad]
     assert rt.batch.sent == [] and rt.deps.judge.log.count() == 0  # type: ignore[attr-defined]
 

@@ -1,6 +1,18 @@
-"""End-to-end: `drift experiment run` on the embedded stack with the scripted actor and a scripted judge that
-plants a known effect per arm; a SIGKILLed run resumed to the same scores; a budget cap that leaves a partial
-experiment with a report."""
+"""End-to-end: `drift experiment run` on the embedded stack with the scripted actor and scripted judges that
+plant a known effect on every metric of the report; a SIGKILLed run resumed to the same scores; a budget cap
+that leaves a partial experiment with a report.
+
+How each effect is planted (all scripted, named ``scripted:…`` in every output):
+
+* judged metrics (adherence, self-consistency, fluency, divergence, the judge's ideas count): the evaluation
+  judge's answers depend on the arm named in the session-scoped agent id or target (``PLANTED``);
+* the extracted ideas / opinions counts: the scripted actor drifts into bland agreement (no new idea) after
+  ``DRIFT_AFTER`` messages of its own; the gate's judge (a separate rules file, the worker's) scores a draft
+  that drifts far below the treatment's adherence threshold, so in the treatment arm — and only there, the
+  control arm has no gate — every drifting draft is retried and the rewrite is a fresh idea. The treatment
+  therefore extracts more ideas (brainstorming) and more opinions (debate): what really differs between the
+  arms (the gate's correction) produces the effect, nothing keyed on the arm.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from engine.actors.scripted import DRIFT_MARKER
 from engine.experiments.budget import estimate_session, scale_plans
 from engine.experiments.metrics import metric_sets
 from engine.models import Dimension
@@ -28,7 +41,8 @@ from tests.stack import REPO, Scenario, eventually
 
 pytestmark = pytest.mark.e2e
 
-SCENARIO = "brainstorming-average"
+SCENARIO, DEBATE = "brainstorming-average", "debate-controversial"
+DRIFT_AFTER = 3
 #: planted judge values per (dimension, arm): (group 1, other groups); inverted claims get 9 - value
 PLANTED = {
     Dimension.ADHERENCE: {"treatment": (8, 7), "control": (3, 2)},
@@ -37,9 +51,10 @@ PLANTED = {
     Dimension.CONVERGENCE: {"treatment": (3, 2), "control": (7, 8)},
     Dimension.IDEAS_QUANTITY: {"treatment": (6, 5), "control": (2, 3)},
 }
-#: the planted direction of every judged metric (treatment above: +1, below: -1)
-EXPECTED = {"hard_persona_adherence": 1, "self_consistency": -1, "fluency": 1, "divergence": -1,
-            "ideas_qty_judge": 1}  # fmt: skip
+#: the planted direction of every metric of each scenario's report (treatment above: +1, below: -1)
+JUDGED = {"hard_persona_adherence": 1, "self_consistency": -1, "fluency": 1, "divergence": -1}
+EXPECTED = {SCENARIO: {**JUDGED, "ideas_qty_judge": 1, "ideas_qty": 1}, DEBATE: {**JUDGED, "opinions_qty": 1}}
+AGENT_METRICS = {"hard_persona_adherence", "self_consistency", "fluency"}
 
 
 def planted_rules(propositions: Path) -> str:
@@ -52,6 +67,17 @@ def planted_rules(propositions: Path) -> str:
                     value = 9 - planted if prop.inverted else planted
                     rules.append({"proposition": prop.id, matcher: pattern, "value": value})
     return json.dumps({"default": 9, "default_check": False, "default_count": 1, "rules": rules})
+
+
+def gate_rules(propositions: Path) -> str:
+    """The worker's judge: a draft that drifts (the scripted actor's bland agreement) fails persona adherence,
+    any other draft passes; no intervention check fires."""
+    rules: list[dict[str, Any]] = []
+    for drifted, value in ((True, 1), (False, 9)):
+        for prop in load_set(propositions, Dimension.ADHERENCE, None, action=True).propositions:  # the gate's set
+            rule = {"proposition": prop.id, "value": 9 - value if prop.inverted else value}
+            rules.append({**rule, "message_contains": DRIFT_MARKER} if drifted else rule)
+    return json.dumps({"default": 9, "default_check": False, "rules": rules})
 
 
 def drift(scenario: Scenario, *args: str) -> list[str]:
@@ -87,14 +113,15 @@ async def stored_scores(scenario: Scenario, experiment_id: str) -> list[tuple[An
 async def test_planted_effects_resume_and_budget(scenario: Scenario, tmp_path: Path) -> None:
     await scenario.create_topics()
     judge = scenario.rules(planted_rules(scenario.settings.propositions_dir))
-    scenario.worker(judge=judge).start()
+    scenario.worker(judge=scenario.rules(gate_rules(scenario.settings.propositions_dir))).start()
     actor = tmp_path / "actor.yaml"
-    actor.write_text("latency_ms: 15\n")
+    actor.write_text(f"latency_ms: 15\ndrift_after: {DRIFT_AFTER}\n")
     common = ["--scale", "0.05", "--actor", f"scripted:{actor}", "--judge", judge]
-    whole = await _check_planted_directions(scenario, common)
-    killed = await _check_kill_and_resume(scenario, common, whole)
+    whole = await _check_planted_directions(scenario, SCENARIO, common)
+    debate = await _check_planted_directions(scenario, DEBATE, common)
+    killed = await _check_kill_and_resume(scenario, common, whole, {whole, debate})
     # Ctrl-C: no new session starts, the running one finishes and is stored, the experiment is partial
-    interrupted = await _kill_after_first_session(scenario, [*common, "--concurrency", "1"], {whole, killed},
+    interrupted = await _kill_after_first_session(scenario, [*common, "--concurrency", "1"], {whole, debate, killed},
                                                   signal.SIGINT)  # fmt: skip
     async with await Store.connect(scenario.stack.database.url) as store:
         state = await store.pool.fetchval("SELECT status FROM experiments WHERE id = $1", interrupted)
@@ -102,28 +129,36 @@ async def test_planted_effects_resume_and_budget(scenario: Scenario, tmp_path: P
     await _check_budget_cap(scenario, common)
 
 
-async def _check_planted_directions(scenario: Scenario, common: list[str]) -> str:
-    """An uninterrupted run: every judged metric shows the planted direction."""
-    whole, status = await asyncio.to_thread(run, scenario, "run", SCENARIO, *common, "--concurrency", "4")
+async def _check_planted_directions(scenario: Scenario, name: str, common: list[str]) -> str:
+    """An uninterrupted run: every metric of the report shows the planted direction."""
+    whole, status = await asyncio.to_thread(run, scenario, "run", name, *common, "--concurrency", "4")
     assert status == "completed"
     command = drift(scenario, "report", whole, "--format", "json")
     done = subprocess.run(command, cwd=REPO, env=env(scenario), capture_output=True, text=True, check=True)
     report = json.loads(done.stdout)
     metrics = {m["metric"]: m for m in report["experiments"][0]["metrics"]}
-    for metric, direction in EXPECTED.items():
+    assert set(metrics) == set(EXPECTED[name])  # every metric of the report is planted
+    for metric, direction in EXPECTED[name].items():
         row = metrics[metric]
+        assert row["treatment"]["mean"] != row["control"]["mean"], row
         assert (row["treatment"]["mean"] > row["control"]["mean"]) == (direction > 0), row
-        assert row["control"]["n"] == (10 if metric in {"hard_persona_adherence", "self_consistency", "fluency"} else 2)
-    assert metrics["hard_persona_adherence"]["direction_agrees"] is False  # the paper found the opposite
-    assert metrics["ideas_qty"]["control"]["n"] == 2  # the rapporteur's extracted lists were counted
+        assert row["control"]["n"] == row["treatment"]["n"] == (10 if metric in AGENT_METRICS else 2)
+        paper = row["paper"]  # the paper's direction beside ours: agreement is judged against the planted one
+        paper_direction = None if paper is None else (paper["treatment"] > paper["control"]) - (
+            paper["treatment"] < paper["control"])  # fmt: skip
+        assert row["direction_agrees"] == (None if paper is None else paper_direction == direction), row
+    assert sum(m["paper"] is not None for m in metrics.values()) >= 2  # the published values are beside ours
+    text = subprocess.run(drift(scenario, "report", whole), cwd=REPO, env=env(scenario), capture_output=True,
+                          text=True, check=True).stdout  # fmt: skip
+    assert "scripted:" in text  # the scripted actor and judge are named in the report
     scores = await stored_scores(scenario, whole)
-    assert len(scores) == 2 * 2 * (5 * 3 + 3) and all(rows > 0 for *_, rows in scores[:3])
+    assert len(scores) == 2 * 2 * (5 * 3 + len(EXPECTED[name]) - 3) and all(rows > 0 for *_, rows in scores[:3])
     return whole
 
 
-async def _check_kill_and_resume(scenario: Scenario, common: list[str], whole: str) -> str:
+async def _check_kill_and_resume(scenario: Scenario, common: list[str], whole: str, known: set[str]) -> str:
     """SIGKILL a run mid-way, resume it: no session redone twice, the same scores as the whole run."""
-    killed = await _kill_after_first_session(scenario, [*common, "--concurrency", "1"], {whole})
+    killed = await _kill_after_first_session(scenario, [*common, "--concurrency", "1"], known)
     resumed, status = await asyncio.to_thread(run, scenario, "run", SCENARIO, *common, "--resume", killed)
     assert (resumed, status) == (killed, "completed")
     other_scale = [*common[2:], "--scale", "0.1", "--resume", killed]  # a resume must keep the experiment's plan
@@ -134,13 +169,8 @@ async def _check_kill_and_resume(scenario: Scenario, common: list[str], whole: s
         row = await store.pool.fetchrow("SELECT status, attempts FROM experiments WHERE id = $1", killed)
     assert tuple(row) == ("completed", 2)  # the refused resume changed nothing
 
-    # the scripted actor words its ideas from the agent id (which names the experiment), so only the extracted
-    # counts differ between two experiments; every judged score must be equal
-    def judged(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-        return [r[:5] for r in rows if r[2] != "ideas_qty"]
-
-    expected, resumed_scores = await stored_scores(scenario, whole), await stored_scores(scenario, killed)
-    assert len(resumed_scores) == len(expected) and judged(resumed_scores) == judged(expected)
+    # every score equal, the extracted counts included (the scripted actor's wording does not depend on the run)
+    assert await stored_scores(scenario, killed) == await stored_scores(scenario, whole)
     return killed
 
 

@@ -3,11 +3,12 @@ failed sessions (not stored, redone on resume) and metering."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
 from engine.actors.scripted import ScriptedActor, ScriptedListModel, ScriptedRules
-from engine.errors import JudgeError
+from engine.errors import JudgeError, ReplyTimeout
 from engine.experiments.budget import Budget, estimate_session, scale_plans
 from engine.experiments.metrics import SessionScores, metric_sets
 from engine.judges.base import JudgeRequest, JudgeResult
@@ -109,3 +110,95 @@ async def test_failed_sessions_are_not_stored_and_a_resume_redoes_only_them() ->
     assert all(store.sessions[key] is value for key, value in stored_before.items())  # finished ones untouched
     assert all(record.run_id.startswith("x.a2.control.") for (arm, _), (record, _) in store.sessions.items()
                if arm == "control")  # fmt: skip
+
+
+class RecordingService(FakeService):
+    """The service stand-in, recording the order of configurations and steps, and the runs as they start."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list[str] = []
+        self.runs: list[str] = []
+        self.new_run = asyncio.Event()
+
+    async def publish_config(self, agent_id: str, config: dict[str, Any]) -> None:
+        self.order.append(f"config {agent_id}")
+        await super().publish_config(agent_id, config)
+
+    async def step(self, *, run_id: str, step: int, agent_ids: list[str], channel: str | None = None) -> Any:
+        self.order.append(f"step {run_id}")
+        if run_id not in self.runs:
+            self.runs.append(run_id)
+            self.new_run.set()
+        return await super().step(run_id=run_id, step=step, agent_ids=agent_ids, channel=channel)
+
+
+class OverlapStore(MemoryStore):
+    """Writing a session completes only once the next session has started (a store that waited for its slot
+    would never see it: the write times out)."""
+
+    def __init__(self, service: RecordingService, total: int) -> None:
+        super().__init__()
+        self.service, self.total = service, total
+
+    async def save_session(self, experiment_id: str, record: SessionRecord, scores: SessionScores | None) -> bool:
+        saving = len(self.sessions) + 1
+        async with asyncio.timeout(5):
+            while saving < self.total and len(self.service.runs) <= saving:
+                self.service.new_run.clear()
+                await self.service.new_run.wait()
+        return await super().save_session(experiment_id, record, scores)
+
+
+async def test_sessions_are_configured_up_front_and_the_next_one_starts_while_one_is_stored() -> None:
+    service = RecordingService()
+    runner, plans = _runner(MemoryStore(), PricedJudge(), Budget())
+    runner.store = OverlapStore(service, 2 * len(plans))  # type: ignore[assignment]
+    runner.sim.service = MeteredService(service)
+    runner.concurrency = 1
+    assert await runner.run(plans, Progress(total=2 * len(plans))) == "completed"
+    first_step = next(i for i, e in enumerate(service.order) if e.startswith("step"))
+    configured = {e for e in service.order[:first_step] if e.startswith("config")}
+    assert len(configured) == sum(len(p.agent_ids) for p in plans) * 2  # every session's agents, before any step
+    assert not any(e.startswith("config") for e in service.order[first_step:])
+    assert len(service.runs) == 2 * len(plans)
+
+
+async def test_the_fluency_evidence_is_ready_before_the_session_is_scored() -> None:
+    from engine.evaluation import scorers
+
+    store = MemoryStore()
+    runner, plans = _runner(store, PricedJudge(), Budget())
+    await runner.sim.configure(plans[0], "treatment")
+    scorers._fluency_evidence.cache_clear()
+    await runner._one(plans[0], "treatment", Progress(total=1))
+    info = scorers._fluency_evidence.cache_info()
+    agents = len(plans[0].agent_ids)
+    # prepared while the rapporteur spoke (one computation per agent), then found at scoring for every agent but
+    # the rapporteur, whose own messages gained the consolidation
+    assert (info.misses, info.hits) == (agents + 1, agents - 1)
+    assert len(store.sessions) == 1
+
+
+class FlakyConfigService(RecordingService):
+    """The first configuration of each agent fails (the broker away for a moment)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused: set[str] = set()
+
+    async def publish_config(self, agent_id: str, config: dict[str, Any]) -> None:
+        if agent_id not in self.refused:
+            self.refused.add(agent_id)
+            raise ReplyTimeout(f"no ack for {agent_id}")
+        await super().publish_config(agent_id, config)
+
+
+async def test_a_session_whose_configuration_failed_up_front_configures_when_it_starts() -> None:
+    service = FlakyConfigService()
+    store = MemoryStore()
+    runner, plans = _runner(store, PricedJudge(), Budget())
+    runner.sim.service = MeteredService(service)
+    assert await runner.run(plans, Progress(total=2 * len(plans))) == "completed"
+    assert len(store.sessions) == 2 * len(plans)
+    assert len(service.configs) == sum(len(p.agent_ids) for p in plans) * 2  # every agent configured, late

@@ -133,8 +133,11 @@ def test_direct_tables_take_a_real_memory_table_and_refuse_a_persisted_one(tmp_p
 
     from streams.runtime.faust_app import faust_app
     from streams.runtime.restore import RestoreStore
+    from tests.streams.fakes import NothingToClose, no_skipped_batches
 
-    app = faust_app(Settings(data_dir=tmp_path, database_url=""), partitions=1)
+    app = faust_app(
+        Settings(data_dir=tmp_path, database_url=""), partitions=1, closing=NothingToClose(), skipped=no_skipped_batches
+    )
 
     async def send(*args: Any) -> Any:
         raise AssertionError("never sent")

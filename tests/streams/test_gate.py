@@ -92,7 +92,7 @@ async def test_a_redelivered_draft_is_not_compared_with_its_own_commit() -> None
     own = {"id": "d-1", "text": "Hello there", "channel": "#general"}
     other = {"id": "d-0", "text": "Hello there", "channel": "#general"}
     deps = GateDeps(Settings(), ScriptedJudge.from_rules({"default": 9}), PropositionLibrary(BUNDLED_PROPOSITIONS),
-                    ConfigCache(None, default=AgentConfig(gate_similarity_enabled=True)), send,
+                    ConfigCache(default=AgentConfig(gate_similarity_enabled=True)), send,
                     recent={"michael": [own]}, pending={})  # fmt: skip
     _, decision = await judge_attempt(deps, make_draft(attempt=1))
     assert decision.outcome is Outcome.PASSED  # its own earlier commit (same draft id) is skipped

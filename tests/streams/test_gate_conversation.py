@@ -28,7 +28,7 @@ def make_deps(judge: ScriptedJudge) -> GateDeps:
         future.set_result(None)
         return future
 
-    return GateDeps(Settings(), judge, PropositionLibrary(BUNDLED_PROPOSITIONS), ConfigCache(None, default=CONFIG),
+    return GateDeps(Settings(), judge, PropositionLibrary(BUNDLED_PROPOSITIONS), ConfigCache(default=CONFIG),
                     send, recent={}, pending={})  # fmt: skip
 
 

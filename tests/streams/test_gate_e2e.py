@@ -16,7 +16,7 @@ from streams.client import GateClient
 from streams.client.admin import publish_config
 from streams.store import Store
 from streams.wire.payloads import Message
-from tests.stack import DRIFT, Scenario, eventually, read_topic
+from tests.stack import DRIFT, Scenario, eventually, read_topic, read_topic_until
 
 pytestmark = pytest.mark.e2e
 
@@ -257,8 +257,11 @@ async def test_sigkill_mid_stream_every_draft_gets_a_verdict_without_duplicate_r
     finally:
         await producer.stop()
     worker.start()
-    verdicts = await read_topic(scenario.settings, scenario.settings.topic("verdicts"), 10_000, timeout_s=25)
-    assert {v["draft_id"] for v in verdicts} == {d for d, _ in drafts}
+    sent = {d for d, _ in drafts}
+    verdicts = await read_topic_until(
+        scenario.settings, scenario.settings.topic("verdicts"), lambda vs: {v["draft_id"] for v in vs} >= sent, 60
+    )
+    assert {v["draft_id"] for v in verdicts} == sent
 
     async def all_rows() -> bool:
         found = await rows(scenario, "SELECT count(*) AS n FROM correction_logs WHERE agent_id = ANY($1)", agents)

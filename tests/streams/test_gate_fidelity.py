@@ -29,7 +29,7 @@ def make_deps(config: AgentConfig, judge: ScriptedJudge | None = None) -> tuple[
         return future
 
     deps = GateDeps(Settings(), judge or ScriptedJudge.from_rules({"default": 1}),
-                    PropositionLibrary(BUNDLED_PROPOSITIONS), ConfigCache(None, default=config), send,
+                    PropositionLibrary(BUNDLED_PROPOSITIONS), ConfigCache(default=config), send,
                     recent={}, pending={})  # fmt: skip
     return deps, sent
 

@@ -45,7 +45,7 @@ async def test_every_draft_gets_a_verdict_within_the_deadline_plus_one_second_wh
         send = Recorder()
         config = AgentConfig(gate_suitability_enabled=True)
         deps = GateDeps(Settings(judge_deadline_s=DEADLINE_S), judge, PropositionLibrary(BUNDLED_PROPOSITIONS),
-                        ConfigCache(None, default=config), send, {}, {})  # fmt: skip
+                        ConfigCache(default=config), send, {}, {})  # fmt: skip
         names = [*FAULTS, "healthy"] * 2 + ["truncated"]  # 13 drafts, as in the report
         drafts = [Draft(draft_id=f"d{i}", agent_id=f"agent{i}", text=f"fault-{name} on the paper order")
                   for i, name in enumerate(names)]  # fmt: skip

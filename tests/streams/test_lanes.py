@@ -1,10 +1,9 @@
-"""GateLane against a stand-in runtime: inline decisions, acks only after delivery, bad input, send failures."""
+"""GateLane against stand-ins of its ports: inline decisions, acks only after delivery, bad input, send failures."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -53,23 +52,33 @@ class FakeBatch:
 
 
 class FakeRuntime:
-    def __init__(self, *, fail: bool = False) -> None:
+    """Fakes of a gate lane's ports (consumer, output batches, dead letters) and the gate's dependencies."""
+
+    def __init__(self, *, fail: bool = False, configs: ConfigCache | None = None) -> None:
         self.acked: list[Record] = []
+        self.released: list[Record] = []
         self.dead: list[tuple[Record, str]] = []
         self.batch = FakeBatch(fail=fail)
-        self.app = SimpleNamespace(consumer=SimpleNamespace(ack=self.acked.append))
-        self.output = SimpleNamespace(batch=lambda: self.batch)
-        configs = ConfigCache(None, default=AgentConfig(gate_similarity_enabled=True))
+        configs = configs or ConfigCache(default=AgentConfig(gate_similarity_enabled=True))
         self.deps = GateDeps(Settings(), ScriptedJudge.from_rules({"default": 9}),
                              PropositionLibrary(BUNDLED_PROPOSITIONS), configs, self.batch.send, {}, {})  # fmt: skip
+
+    def ack(self, message: Record) -> None:
+        self.acked.append(message)
+
+    def release(self, message: Record) -> None:
+        self.released.append(message)
 
     async def dead_letter(self, record: Record, reason: str) -> None:
         self.dead.append((record, reason))
 
+    def lane(self) -> GateLane:
+        return GateLane(self.deps, self, lambda: self.batch, self.dead_letter)  # type: ignore[arg-type,return-value]
+
 
 async def test_inline_drafts_are_acked_only_once_their_records_are_delivered() -> None:
     rt = FakeRuntime()
-    lane = GateLane(rt)  # type: ignore[arg-type]
+    lane = rt.lane()
     records = [draft(1), draft(2, "pam")]
     await lane(records)
     assert [topic for topic, _ in rt.batch.sent].count(rt.deps.topics.verdicts) == 2 and rt.acked == []
@@ -86,9 +95,7 @@ async def test_a_bad_draft_is_dead_lettered_and_acked_and_the_rest_goes_on() -> 
     rt = FakeRuntime()
     bad = Record(b"jim", b'{"draft_id": "x", "agent_id": "dwight", "text": "hi"}', offset=7)
     good = draft(8)
-    await GateLane(rt)(  # type: ignore[arg-type]
-        [bad, good]
-    )
+    await rt.lane()([bad, good])
     assert rt.dead and rt.dead[0][0] is bad and "agent_id" in rt.dead[0][1]
     assert rt.acked == [bad]
     for future in rt.batch.futures:
@@ -99,6 +106,6 @@ async def test_a_bad_draft_is_dead_lettered_and_acked_and_the_rest_goes_on() -> 
 
 async def test_a_failed_send_leaves_the_drafts_unacked(caplog: pytest.LogCaptureFixture) -> None:
     rt = FakeRuntime(fail=True)
-    await GateLane(rt)([draft(1)])  # type: ignore[arg-type]
+    await rt.lane()([draft(1)])
     await asyncio.sleep(0)
     assert rt.acked == [] and "stay unacked" in caplog.text

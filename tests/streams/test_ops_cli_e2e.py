@@ -216,9 +216,13 @@ def test_stats_from_the_worker_as_json_and_as_a_table(traffic: Traffic) -> None:
     judged = len(traffic.early) + len(traffic.window) + len(traffic.late)
     assert snapshot["attempts"] >= judged and snapshot["outcomes"] == {"passed": snapshot["attempts"]}
     assert snapshot["dead_letters"] == 2 and snapshot["judge_calls"] == 0
+    state = snapshot["state"]  # what the worker holds (issue 22): its agents are active, nothing is pending
+    assert state["agents_in_memory"] >= len(traffic.agents) and state["pending_attempts"] == 0
+    assert state["table_restore_seconds"] > 0
     table = drift("stats", "--url", url)
     assert table.returncode == 0, table.stderr
     assert f"gate statistics — {url}" in table.stdout and "regeneration failure rate" in table.stdout
+    assert "agents in memory" in table.stdout and "sinks' lag (records)" in table.stdout
     assert "no dimension was judged" in table.stdout
     down = drift("stats", "--url", "http://127.0.0.1:9")
     assert down.returncode == 2 and "cannot read http://127.0.0.1:9/stats" in down.stderr

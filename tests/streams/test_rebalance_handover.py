@@ -45,8 +45,8 @@ class Message:
 
 async def test_the_gate_lane_leaves_queued_drafts_of_revoked_partitions_unacked() -> None:
     unacked: set[Any] = set()
-    rt = SimpleNamespace(app=SimpleNamespace(consumer=SimpleNamespace(_unacked_messages=unacked)))
-    lane = GateLane(rt)  # type: ignore[arg-type]
+    consumer = SimpleNamespace(ack=lambda message: None, release=unacked.discard)
+    lane = GateLane(SimpleNamespace(), consumer, lambda: None, None)  # type: ignore[arg-type,return-value]
     gate = asyncio.Event()
     handled: list[int] = []
 
@@ -84,10 +84,9 @@ async def test_revocation_waits_for_a_lane_batch_in_progress() -> None:
         await letting_go.wait()  # the batch is still busy with this record
         dead.append(record)
 
-    consumer = SimpleNamespace(_unacked_messages=set(), ack=lambda message: None)
-    rt = SimpleNamespace(app=SimpleNamespace(consumer=consumer), dead_letter=dead_letter,
-                         output=SimpleNamespace(batch=lambda: None), deps=SimpleNamespace(configs=LOADED))  # fmt: skip
-    lane = GateLane(rt)  # type: ignore[arg-type]
+    consumer = SimpleNamespace(release=lambda message: None, ack=lambda message: None)
+    gate = SimpleNamespace(configs=LOADED)
+    lane = GateLane(gate, consumer, lambda: None, dead_letter)  # type: ignore[arg-type,return-value]
     bad = SimpleNamespace(key=b"michael", value=b"{not json", tp=0, partition=0, offset=5, topic="drafts")
     batch = asyncio.ensure_future(lane([bad]))
     await asyncio.sleep(0)

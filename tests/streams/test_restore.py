@@ -19,6 +19,7 @@ from streams.services.gate import RECENT_KEPT, remember_commit
 from streams.store.restore import RecentAction
 from streams.wire import kafka
 from streams.wire.topics import changelog_topics, topic_configs
+from tests.streams.fakes import NothingToClose, no_skipped_batches
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -79,7 +80,8 @@ def test_agent_partition_is_the_producers_default_partitioner() -> None:
 
 
 async def test_a_store_starts_at_its_checkpoint_and_forgets_partitions_it_lost(tmp_path: Path) -> None:
-    app = faust_app(Settings(data_dir=tmp_path, database_url=""), partitions=3)
+    settings = Settings(data_dir=tmp_path, database_url="")
+    app = faust_app(settings, partitions=3, closing=NothingToClose(), skipped=no_skipped_batches)
     store = app.Table("t", default=list).data
     assert isinstance(store, RestoreStore)
     assert store.persisted_offset(TP("x", 0)) is None  # no checkpoint: Faust's beginning

@@ -208,7 +208,7 @@ class FakeBarrier:
 @pytest.fixture
 def make_processor(propositions: Path) -> MakeProcessor:
     def make(rules: dict[str, Any], configs: dict[str, AgentConfig], deadline_s: float = 10.0) -> StepProcessor:
-        cache = ConfigCache(None)
+        cache = ConfigCache()
         for agent_id, config in configs.items():
             cache.apply(agent_id, config)
         return StepProcessor(
@@ -336,7 +336,9 @@ async def test_the_handler_always_sends_one_record_then_acks(make_processor: Mak
     rt, event = FakeRuntime(), FakeEvent()
     runtime: Any = rt
     processor: Any = BrokenProcessor() if broken else make_processor({"default": 9}, {})
-    await _handler(runtime, processor)((event, Step(run_id="r9", step=5, agent_ids=["jim"]), time.monotonic()))
+    await _handler("x.directives", processor, runtime.send, runtime.dead_letter)(
+        (event, Step(run_id="r9", step=5, agent_ids=["jim"]), time.monotonic())
+    )
 
     assert [(topic, key, value["step"], value["directives"]) for topic, key, value in rt.sent] == [
         ("x.directives", b"r9", 5, [])

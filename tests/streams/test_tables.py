@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 from types import SimpleNamespace
+from typing import Any
 
+import orjson
 import pytest
 
 from engine.errors import ConfigurationError
@@ -30,6 +32,15 @@ class FakeTable:
         self.changelog_topic = FakeTopic()
         self._store = store
         self.app = SimpleNamespace(conf=SimpleNamespace(store=app_store))
+
+    def apply_changelog_batch(self, batch: Any) -> None:
+        """What Faust's memory store does with changelog records: set, or delete on a tombstone."""
+        for event in batch:
+            key = orjson.loads(event.message.key)
+            if event.message.value is None:
+                self.data.pop(key, None)
+            else:
+                self.data[key] = orjson.loads(event.message.value)
 
 
 def make_table(sent: Sent, *, settle: bool = True) -> tuple[DirectTable, list[asyncio.Future[object]]]:

@@ -129,8 +129,11 @@ async def test_the_faust_consumer_has_what_the_fast_lane_relies_on(tmp_path: Any
     dependency is pinned below the next minor version for this reason)."""
     from engine.settings import Settings
     from streams.runtime.faust_app import faust_app
+    from tests.streams.fakes import NothingToClose, no_skipped_batches
 
-    app = faust_app(Settings(data_dir=tmp_path, broker="127.0.0.1:1"), 3)
+    app = faust_app(
+        Settings(data_dir=tmp_path, broker="127.0.0.1:1"), 3, closing=NothingToClose(), skipped=no_skipped_batches
+    )
     consumer = app.consumer
     for name in ("getmany", "track_message", "_add_gap", "callback", "wait_first", "_drain_messages", "ack"):
         assert callable(getattr(consumer, name)), name

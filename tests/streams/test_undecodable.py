@@ -91,7 +91,7 @@ def consumer_with(skipped: list[SkippedBatch], letters: Letters) -> Any:
     from tests.streams.test_transport import FakeApp, FakeConsumer
 
     app = FakeApp()
-    app.runtime = letters  # type: ignore[attr-defined]
+    app.skipped = letters.dead_letter_batch  # type: ignore[attr-defined]
     consumer = FakeConsumer([], app=app)
     consumer._thread = SimpleNamespace(skipped=collections.deque(skipped))  # type: ignore[attr-defined]
     return consumer

@@ -37,7 +37,7 @@ class Recorder:
 
 
 def make_deps(score: int, config: AgentConfig, send: Recorder) -> GateDeps:
-    configs = ConfigCache(None, default=config)
+    configs = ConfigCache(default=config)
     judge = uniform_judge(score)
     return GateDeps(Settings(), judge, PropositionLibrary(BUNDLED_PROPOSITIONS), configs, send, {}, {})
 
@@ -92,6 +92,7 @@ async def test_the_verdict_record_is_on_the_broker_before_the_verdict_is_sent() 
         changelog_topic=SimpleNamespace(get_topic_name=lambda: "verdict-records-log"),
         _store=None,
         app=SimpleNamespace(conf=SimpleNamespace(store="memory://")),  # DirectTable takes in-memory stores only
+        apply_changelog_batch=lambda batch: None,  # how Faust restores it (not exercised here)
     )
     deps.verdicts = DirectTable(table, send)
     await process_draft(deps, DRAFT, time.monotonic(), partition=0)

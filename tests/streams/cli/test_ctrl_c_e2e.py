@@ -28,7 +28,7 @@ from streams.store import Store
 from tests.stack import DRIFT, Scenario
 from tests.terminal import Terminal, error_lines
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timed]  # every test bounds a stop's duration
 
 #: The issue's bound for an orderly stop after one Ctrl-C, and for "at once" after the second.
 ORDERLY_S = 5.0

@@ -73,6 +73,7 @@ def test_config_set_help_lists_every_key() -> None:
 # -- points 6, 7: one line, exit 2, quickly ------------------------------------------------------------------
 
 
+@pytest.mark.timed
 @pytest.mark.parametrize("command", ["worker", "sinks"])
 def test_an_unreachable_database_is_one_line_quickly(command: str) -> None:
     database = f"postgresql://drift:secret@127.0.0.1:{free_port()}/drift"
@@ -82,11 +83,13 @@ def test_an_unreachable_database_is_one_line_quickly(command: str) -> None:
     assert "secret" not in done.stderr
 
 
+@pytest.mark.timed
 def test_db_migrate_with_a_database_that_is_not_a_url() -> None:
     done, elapsed = drift("db", "migrate", "--database", "notaurl")
     assert_one_line_error(done, elapsed, "notaurl")
 
 
+@pytest.mark.timed
 def test_up_with_an_unusable_data_dir(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
@@ -94,6 +97,7 @@ def test_up_with_an_unusable_data_dir(tmp_path: Path) -> None:
     assert_one_line_error(done, elapsed, "--data-dir", "cannot be used")
 
 
+@pytest.mark.timed
 def test_demo_with_an_unknown_judge_fails_before_starting_anything() -> None:
     done, elapsed = drift("demo", "--judge", "gpt4")
     assert_one_line_error(done, elapsed, "unknown judge 'gpt4'")
@@ -163,6 +167,7 @@ def test_eval_run_with_the_offline_judge_says_what_it_cannot_judge() -> None:
     assert "offline heuristic judge (no LLM)" in done.stdout and "cannot read meaning" in done.stdout
 
 
+@pytest.mark.timed
 def test_worker_on_a_web_address_it_cannot_listen_on() -> None:
     """192.0.2.1 (TEST-NET-1) is never a local address: binding fails before anything connects."""
     done, elapsed = drift("worker", env={"DRIFT_WEB_HOST": "192.0.2.1", "DRIFT_CONNECT_TIMEOUT_S": "1"})

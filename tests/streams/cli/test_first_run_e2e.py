@@ -38,6 +38,7 @@ def unreachable_broker() -> dict[str, str]:
     return {"DRIFT_BROKER": f"127.0.0.1:{free_port()}", "DRIFT_CONNECT_TIMEOUT_S": "2"}
 
 
+@pytest.mark.timed
 @pytest.mark.parametrize("command", ["worker", "sinks"])
 def test_an_unreachable_broker_is_one_line_after_a_short_wait(stack: Stack, command: str) -> None:
     done, elapsed = drift(stack, command, "--prefix", f"t{uuid.uuid4().hex[:8]}.", env=unreachable_broker())
@@ -48,6 +49,7 @@ def test_an_unreachable_broker_is_one_line_after_a_short_wait(stack: Stack, comm
     assert elapsed < FAIL_FAST_S
 
 
+@pytest.mark.timed
 def test_config_set_says_when_the_change_was_not_announced(stack: Stack) -> None:
     agent = f"creed-{uuid.uuid4().hex[:6]}"
     done, elapsed = drift(stack, "config", "set", agent, "max_action_similarity=0.6", env=unreachable_broker())
