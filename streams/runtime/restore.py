@@ -20,7 +20,8 @@ The mechanism here, used on every broker unless ``DRIFT_RESTORE_WINDOW_S=0``:
   partitions that has no entry gets its newest committed actions from ``run_messages`` (PostgreSQL). Verdict
   records older than the window are not restored (a draft is redelivered only while its offset is uncommitted:
   seconds); pending attempts are read back at least ``DRIFT_PENDING_TTL_S``, after which they expire anyway.
-  Windowed action counts older than the window restart from what the window holds (an evaluation may come later, never twice).
+  Windowed action counts older than the window restart from what the window holds (an evaluation may come
+  later, never twice).
 
 The same rebuild makes the windows survive a restart of the embedded stack: the broker comes back empty, the
 checkpoints of its earlier life are ignored, and the windows come from PostgreSQL.
