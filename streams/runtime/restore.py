@@ -17,10 +17,11 @@ The mechanism here, used on every broker unless ``DRIFT_RESTORE_WINDOW_S=0``:
   checkpoint — and ignored.
 * **Rebuild what lives longer than the tail from the record.** The only long-lived state is an agent's
   ``recent-messages`` window (its similarity window): once the tail is applied, every agent of the worker's
-  partitions that has no entry gets its newest committed actions from ``run_messages`` (PostgreSQL). Pending
-  attempts and verdict records older than the window are not restored: a pending entry that old counts as
-  expired, and a draft is redelivered only while its offset is uncommitted (seconds). Windowed action counts
-  older than the window restart from what the window holds (an evaluation may come later, never twice).
+  partitions that has no entry gets its newest committed actions from ``run_messages`` (PostgreSQL). Verdict
+  records older than the window are not restored (a draft is redelivered only while its offset is uncommitted:
+  seconds); pending attempts are read back at least ``DRIFT_PENDING_TTL_S``, after which they expire anyway.
+  Windowed action counts older than the window restart from what the window holds (an evaluation may come
+  later, never twice).
 
 The same rebuild makes the windows survive a restart of the embedded stack: the broker comes back empty, the
 checkpoints of its earlier life are ignored, and the windows come from PostgreSQL.
@@ -55,6 +56,8 @@ LOOKUP_WAIT_S = 10.0
 KEEP_WINDOWS = 2
 #: The table whose entries are rebuilt from the record after a restore.
 SEEDED_TABLE = "recent-messages"
+#: The table whose tail is at least the pending TTL.
+PENDING_TABLE = "pending-attempts"
 
 Database = Callable[[float | None], Awaitable[RestoreQueries | None]]
 
@@ -140,10 +143,16 @@ class RestorePlan:
         if db is None:
             log.warning("no database within %.0f s: %s is restored from its beginning", LOOKUP_WAIT_S, topic)
             return {}
-        before = datetime.now(UTC) - timedelta(seconds=self.settings.restore_window_s)
+        before = datetime.now(UTC) - timedelta(seconds=self.window_s(topic))
         wanted = set(partitions)
         found = [c for c in await db.checkpoints_before([topic], before) if c.partition in wanted]
         return await self._valid(found)
+
+    def window_s(self, topic: str) -> float:
+        """How much tail a restore of changelog ``topic`` reads: ``DRIFT_RESTORE_WINDOW_S``; pending attempts at
+        least their TTL (``DRIFT_PENDING_TTL_S``: only retried drafts write there, so that tail stays small)."""
+        window = self.settings.restore_window_s
+        return max(window, self.settings.pending_ttl_s) if topic.endswith(f"-{PENDING_TABLE}-changelog") else window
 
     async def _valid(self, found: list[Checkpoint]) -> dict[int, int]:
         """The checkpoints of this broker's life: the offset is not past the end and the record just before it
@@ -201,13 +210,13 @@ class RestorePlan:
         self, data: MutableMapping[Any, Any], note: Callable[[str, int], None], partitions: set[int]
     ) -> int:
         """Give every agent of ``partitions`` without an entry its newest committed actions from the record;
-        returns how many agents were rebuilt. Agents idle longer than ``DRIFT_AGENT_IDLE_TTL_S`` (when the
-        worker has that setting) stay out: idle eviction dropped them on purpose."""
+        returns how many agents were rebuilt. Agents idle longer than ``DRIFT_AGENT_IDLE_TTL_S`` stay out: idle
+        eviction dropped them on purpose."""
         db = await self.database(None)
         if db is None:  # said why; the windows of these partitions start empty
             return 0
-        ttl = getattr(self.settings, "agent_idle_ttl_s", None)
-        since = datetime.now(UTC) - timedelta(seconds=float(ttl)) if ttl else None
+        ttl = self.settings.agent_idle_ttl_s
+        since = datetime.now(UTC) - timedelta(seconds=ttl) if ttl > 0 else None
         rebuilt = 0
         for agent_id, entries in recent_entries(await db.recent_actions(since, self.kept)).items():
             partition = agent_partition(agent_id, self.partitions)

@@ -110,3 +110,14 @@ def test_existing_changelogs_without_compaction_get_it(monkeypatch: pytest.Monke
 
     changed = asyncio.run(kafka.compact_existing(Admin(), settings, sorted([recent, verdicts, "p.drafts"])))
     assert changed == [recent] and altered == [(recent, {"cleanup.policy": "compact"})]
+
+
+def test_pending_attempts_restore_at_least_their_ttl() -> None:
+    from streams.runtime.restore import RestorePlan
+
+    async def no_database(timeout_s: float | None) -> None:
+        return None
+
+    plan = RestorePlan(Settings(restore_window_s=900, pending_ttl_s=3600), no_database, partitions=3, kept=10)
+    assert plan.window_s("persona-drift-drift-pending-attempts-changelog") == 3600
+    assert plan.window_s("persona-drift-drift-verdict-records-changelog") == 900
