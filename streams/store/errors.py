@@ -37,6 +37,8 @@ def classify(exc: BaseException) -> WriteError | None:
         return "permanent" if state[:2] in PERMANENT_CLASSES else "transient"
     if isinstance(exc, asyncpg.InterfaceError):  # client side: a value it cannot encode is the record's fault
         return "permanent" if isinstance(exc, ValueError) else "transient"
+    if isinstance(exc, asyncpg.InternalClientError):  # a connection left mid-operation (the server went away
+        return "transient"  # under it, seen in the postgres-outage chaos scenario): retried on another one
     if isinstance(exc, UnicodeError):
         return "permanent"
     if isinstance(exc, OSError | ConnectionError | TimeoutError | ServiceError):

@@ -47,7 +47,8 @@ def test_database_errors_are_classified() -> None:
     errors = asyncpg.exceptions
     transient = [errors.SerializationError("x"), errors.TooManyConnectionsError("x"),
                  errors.ConnectionDoesNotExistError("x"), errors.AdminShutdownError("x"),
-                 errors.DeadlockDetectedError("x"), ConnectionRefusedError(), OSError()]  # fmt: skip
+                 errors.DeadlockDetectedError("x"), ConnectionRefusedError(), OSError(),
+                 errors.InternalClientError("another operation is in progress")]  # fmt: skip
     permanent = [errors.CharacterNotInRepertoireError("x"), errors.UniqueViolationError("x"),
                  errors.StringDataRightTruncationError("x"), UnicodeEncodeError("utf-8", "", 0, 1, "x")]  # fmt: skip
     assert [classify(e) for e in transient] == ["transient"] * len(transient)
