@@ -117,12 +117,16 @@ async def test_planted_effects_resume_and_budget(scenario: Scenario, tmp_path: P
     actor = tmp_path / "actor.yaml"
     actor.write_text(f"latency_ms: 15\ndrift_after: {DRIFT_AFTER}\n")
     common = ["--scale", "0.05", "--actor", f"scripted:{actor}", "--judge", judge]
+    # the interrupted runs' actor says the same things, only slower: a session lasts seconds, so the kill lands
+    # mid-way however busy the machine (with the fast actor all four sessions were sometimes stored between polls)
+    slow_actor = tmp_path / "slow-actor.yaml"
+    slow_actor.write_text(f"latency_ms: 150\ndrift_after: {DRIFT_AFTER}\n")
+    slow = ["--scale", "0.05", "--actor", f"scripted:{slow_actor}", "--judge", judge, "--concurrency", "1"]
     whole = await _check_planted_directions(scenario, SCENARIO, common)
     debate = await _check_planted_directions(scenario, DEBATE, common)
-    killed = await _check_kill_and_resume(scenario, common, whole, {whole, debate})
+    killed = await _check_kill_and_resume(scenario, common, slow, whole, {whole, debate})
     # Ctrl-C: no new session starts, the running one finishes and is stored, the experiment is partial
-    interrupted = await _kill_after_first_session(scenario, [*common, "--concurrency", "1"], {whole, debate, killed},
-                                                  signal.SIGINT)  # fmt: skip
+    interrupted = await _kill_after_first_session(scenario, slow, {whole, debate, killed}, signal.SIGINT)
     async with await Store.connect(scenario.stack.database.url) as store:
         state = await store.pool.fetchval("SELECT status FROM experiments WHERE id = $1", interrupted)
     assert state == "partial"
@@ -156,9 +160,12 @@ async def _check_planted_directions(scenario: Scenario, name: str, common: list[
     return whole
 
 
-async def _check_kill_and_resume(scenario: Scenario, common: list[str], whole: str, known: set[str]) -> str:
-    """SIGKILL a run mid-way, resume it: no session redone twice, the same scores as the whole run."""
-    killed = await _kill_after_first_session(scenario, [*common, "--concurrency", "1"], known)
+async def _check_kill_and_resume(
+    scenario: Scenario, common: list[str], slow: list[str], whole: str, known: set[str]
+) -> str:
+    """SIGKILL a run (of the slow actor) mid-way, resume it: no session redone twice, the same scores as the whole
+    run."""
+    killed = await _kill_after_first_session(scenario, slow, known)
     resumed, status = await asyncio.to_thread(run, scenario, "run", SCENARIO, *common, "--resume", killed)
     assert (resumed, status) == (killed, "completed")
     other_scale = [*common[2:], "--scale", "0.1", "--resume", killed]  # a resume must keep the experiment's plan
