@@ -201,12 +201,12 @@ async def _kill_after_first_session(
 ) -> str:
     personas = load_population(BUNDLED_TINY, load_scenario(SCENARIO).population.fragments)
     total = 2 * len(scale_plans(plan_sessions(load_scenario(SCENARIO), list(personas)), 0.05))
-    process = subprocess.Popen(drift(scenario, "run", SCENARIO, *args), cwd=REPO, env=env(scenario),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    found: dict[str, Any] = {}
-    # one connection for the whole poll: a connection per poll took long enough on a loaded machine for the run
-    # to store every session between two looks
-    async with await Store.connect(scenario.stack.database.url) as store:
+    async with await Store.connect(scenario.stack.database.url) as store:  # connected before the run starts
+        process = subprocess.Popen(drift(scenario, "run", SCENARIO, *args), cwd=REPO, env=env(scenario),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        found: dict[str, Any] = {}
+        # one connection for the whole poll: a connection per poll took long enough on a loaded machine for the run
+        # to store every session between two looks
 
         async def one_stored() -> bool:
             row = await store.pool.fetchrow(
