@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -139,6 +139,25 @@ async def apply_configs(target: Settings, configs: dict[str, dict[str, Any]], ag
     return changed
 
 
+async def announce_configs(
+    target: Settings,
+    configs: dict[str, dict[str, Any]] | None,
+    replayed_agents: Callable[[], Awaitable[set[str]]],
+    settle_s: float,
+) -> list[str]:
+    """Apply ``configs`` before a replay: to the agents they name and, for ``"*"``, to every agent of
+    ``replayed_agents()``; then wait ``settle_s`` so running target workers have applied them. Returns the agents
+    changed."""
+    if not configs:
+        return []
+    agents = {a for a in configs if a != ALL_AGENTS}
+    if ALL_AGENTS in configs:
+        agents |= await replayed_agents()
+    configured = await apply_configs(target, configs, agents)
+    await asyncio.sleep(settle_s if configured else 0.0)
+    return configured
+
+
 @dataclass
 class Window:
     since_ms: int
@@ -260,13 +279,7 @@ async def replay(
     source = _Source(source_settings, from_topic)
     await source.open()
     try:
-        configured: list[str] = []
-        if configs:
-            agents = {a for a in configs if a != ALL_AGENTS}
-            if ALL_AGENTS in configs:
-                agents |= await _agents_in_window(source, window)
-            configured = await apply_configs(target, configs, agents)
-            await asyncio.sleep(settle_s if configured else 0.0)
+        configured = await announce_configs(target, configs, lambda: _agents_in_window(source, window), settle_s)
         counts = await _copy(source, target, destination, window, progress)
     finally:
         await source.close()

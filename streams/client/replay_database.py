@@ -12,7 +12,6 @@ does.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -22,7 +21,7 @@ from pydantic import ValidationError
 
 from engine.errors import ConfigurationError
 from engine.settings import Settings
-from streams.client.replay import ALL_AGENTS, ReplayCounts, apply_configs
+from streams.client.replay import ReplayCounts, announce_configs
 from streams.wire.kafka import client_kwargs, create_topics, start_with_retry
 from streams.wire.payloads import Draft, encode
 from streams.wire.topics import Topics
@@ -64,14 +63,12 @@ async def replay_from_database(
     async with await Store.connect(settings.database()) as store:
         rows = await store.recorded_drafts(since, until)
     drafts = [draft_of(row) for row in rows]
-    configured: list[str] = []
-    if configs:
-        agents = {a for a in configs if a != ALL_AGENTS}
-        if ALL_AGENTS in configs:
-            agents |= {d.agent_id for d in drafts if d is not None}
-        configured = await apply_configs(target, configs, agents)
-        await asyncio.sleep(settle_s if configured else 0.0)
     valid = [d for d in drafts if d is not None]
+
+    async def replayed_agents() -> set[str]:
+        return {d.agent_id for d in valid}
+
+    configured = await announce_configs(target, configs, replayed_agents, settle_s)
     await _publish(target, Topics(to_prefix).drafts, valid, progress)
     return ReplayCounts(
         read=len(rows), replayed=len(valid), invalid=len(drafts) - len(valid), configured_agents=tuple(configured),
