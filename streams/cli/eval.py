@@ -14,10 +14,7 @@ Input: ``--messages FILE.jsonl`` (see :mod:`engine.evaluation.messages`), ``--ru
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -27,12 +24,14 @@ import typer
 
 from engine.errors import ConfigurationError
 from streams.cli.common import JudgeOpt, PropositionsOpt, run, settings_from
+from streams.cli.eval_input import Inputs, evaluate_input
 
 if TYPE_CHECKING:
     from engine.evaluation.harness import AgentResult, HarnessOptions
     from engine.judges.metered import MeteredJudge
-    from engine.models import Dimension, Event
+    from engine.models import Dimension
     from engine.settings import Settings
+    from streams.cli.eval_input import Loaded
 
 app = typer.Typer(
     name="eval",
@@ -86,33 +85,15 @@ OutputOpt = Annotated[Path | None, typer.Option("--output", help="Write the repo
 NoIntervalOpt = Annotated[
     bool, typer.Option("--no-interval", help="Skip per-message scoring (no bootstrap interval; fewer judge calls).")
 ]
-
-
-@dataclass(frozen=True)
-class Inputs:
-    messages: Path | None = None
-    run_id: str | None = None
-    since: str | None = None
-    synthetic: int | None = None
-    skip_invalid: bool = False
-
-    def check(self) -> None:
-        chosen = [
-            self.messages is not None,
-            self.run_id is not None or self.since is not None,
-            self.synthetic is not None,
-        ]
-        if sum(chosen) != 1:
-            raise ConfigurationError(
-                "give exactly one input: --messages FILE, --run-id ID / --since T, or --synthetic N"
-            )
-
-
-@dataclass(frozen=True)
-class Loaded:
-    events: tuple[Event, ...]
-    agent_ids: tuple[str, ...]
-    messages_sha256: str
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="Report format.")]
+FailOnStaleOpt = Annotated[bool, typer.Option("--fail-on-stale", help="Exit 1 on stale baselines too.")]
+AllowIncomparableOpt = Annotated[
+    bool, typer.Option("--allow-incomparable", help="Exit 0 when some dimensions could not be compared.")
+]
+AllAgentsOpt = Annotated[bool, typer.Option("--all", help="Every agent with a message (instead of --agents).")]
+ForceOpt = Annotated[
+    bool, typer.Option("--force", help="Replace baselines made by another judge or on another conversation.")
+]
 
 
 def _split(value: str | None) -> list[str]:
@@ -130,104 +111,6 @@ def parse_dimensions(value: str | None) -> tuple[Dimension, ...]:
     if unknown:
         raise ConfigurationError(f"unknown dimension(s) {', '.join(unknown)}; choose from {', '.join(known)}")
     return tuple(dict.fromkeys(known[n] for n in names))
-
-
-@contextlib.contextmanager
-def progress_bar(total: int, label: str) -> Iterator[Callable[[str], None]]:
-    """A rich progress bar on stderr when it is a terminal; a no-op callback otherwise."""
-    if not sys.stderr.isatty() or total <= 0:
-        yield lambda _item: None
-        return
-    from rich.console import Console
-    from rich.progress import Progress
-
-    with Progress(console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task(label, total=total)
-        yield lambda item: progress.update(task, advance=1, description=f"{label} ({item})")
-
-
-async def _source_events(inputs: Inputs, agents: list[str], settings: Settings) -> list[Event]:
-    from engine.evaluation.messages import parse_timestamp
-
-    since = None
-    if inputs.since is not None:
-        try:
-            since = parse_timestamp(inputs.since)
-        except ValueError as exc:
-            raise ConfigurationError(f"--since: {exc}") from None
-    import streams.store
-
-    factory = getattr(streams.store, "PostgresMessageSource", None)
-    if factory is None:
-        raise ConfigurationError(
-            "--run-id/--since need streams.store.PostgresMessageSource, which is not available yet"
-        )
-    source = factory(settings.database())
-    async with contextlib.AsyncExitStack() as stack:
-        if hasattr(source, "__aenter__"):
-            source = await stack.enter_async_context(source)
-        events: list[Event] = await source.events(agents or None, inputs.run_id, since)
-        return events
-
-
-async def _synthetic_events(inputs: Inputs, agents: list[str], settings: Settings, judge_spec: str) -> list[Event]:
-    from engine.evaluation.synthetic import generate_conversation, make_generator
-    from engine.personas import load_personas
-
-    generator = make_generator(judge_spec, settings, os.environ)
-    personas = load_personas(settings.propositions_dir)
-    missing = [a for a in agents if a not in personas]
-    if missing:
-        raise ConfigurationError(f"--synthetic: no persona file for {', '.join(missing)}")
-    cast = [personas[a] for a in agents] if agents else list(personas.values())
-    count = inputs.synthetic or 0
-    try:
-        with progress_bar(count * len(cast), "writing messages") as advance:
-            return list(await generate_conversation(generator, cast, count, progress=advance))
-    finally:
-        await generator.aclose()
-
-
-async def load_input(inputs: Inputs, agents: list[str], settings: Settings, judge_spec: str) -> Loaded:
-    """The conversation to evaluate and the agents to evaluate in it."""
-    from engine.evaluation.harness import select_agents
-    from engine.evaluation.hashing import events_hash
-    from engine.evaluation.messages import read_messages
-
-    inputs.check()
-    if inputs.messages is not None:
-        parsed = read_messages(inputs.messages, skip_invalid=inputs.skip_invalid)
-        for issue in parsed.issues:
-            print(f"drift: skipped {issue}", file=sys.stderr)
-        events: list[Event] = list(parsed.events)
-    elif inputs.synthetic is not None:
-        events = await _synthetic_events(inputs, agents, settings, judge_spec)
-    else:
-        events = await _source_events(inputs, agents, settings)
-    return Loaded(tuple(events), select_agents(events, agents), events_hash(events))
-
-
-async def evaluate_input(
-    inputs: Inputs, agents: list[str], options: HarnessOptions, settings: Settings, judge_spec: str,
-    record: Path | None, meter: list[MeteredJudge] | None = None,
-) -> tuple[str, Loaded, tuple[AgentResult, ...]]:  # fmt: skip
-    """Build the judge, load the input, evaluate every agent; returns (judge name, input, results).
-    ``meter``, when given, receives the metered judge (its calls and token usage)."""
-    from engine.evaluation.harness import evaluate_cast
-    from engine.judges.factory import make_judge
-    from engine.judges.metered import MeteredJudge, close_judge
-
-    spec = judge_spec or settings.effective_judge()
-    judge = make_judge(spec, settings, record=record)
-    metered = MeteredJudge(judge)
-    (meter if meter is not None else []).append(metered)
-    try:
-        loaded = await load_input(inputs, agents, settings, spec)
-        with progress_bar(len(loaded.agent_ids), "evaluating") as advance:
-            results = await evaluate_cast(metered, loaded.events, loaded.agent_ids, options, advance)
-    finally:
-        await close_judge(judge)
-    return judge.name, loaded, results
 
 
 def harness_options(
@@ -256,6 +139,57 @@ def _emit(text: str, output: Path | None) -> None:
     output.write_text(text, encoding="utf-8")
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """What ``eval run`` and ``eval baseline`` evaluate: the input, its agents and dimensions, the judge."""
+
+    inputs: Inputs
+    agents: str | None
+    dimensions: str | None
+    judge: str | None
+    record: Path | None
+    propositions: Path | None
+    baseline_dir: Path | None
+    repeats: int
+    strategy: Strategy
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """The evaluation's results, with what the baselines and the report need."""
+
+    settings: Settings
+    judge_name: str
+    loaded: Loaded
+    results: tuple[AgentResult, ...]
+    baseline_dir: Path
+    meter: MeteredJudge  # the judge's calls and token usage
+
+
+def _evaluate(evaluation: Evaluation, *, intervals: bool) -> Evaluated:
+    """Load the input and evaluate its agents (what ``eval run`` and ``eval baseline`` share)."""
+    settings = settings_from(propositions=evaluation.propositions)
+    options = harness_options(settings, evaluation.dimensions, evaluation.repeats, evaluation.strategy, intervals)
+    meter: list[MeteredJudge] = []
+    spec, agents = evaluation.judge or "", _split(evaluation.agents)
+    judge_name, loaded, results = run(
+        evaluate_input(evaluation.inputs, agents, options, settings, spec, evaluation.record, meter)
+    )
+    directory = evaluation.baseline_dir or settings.propositions_dir / "baselines"
+    return Evaluated(settings, judge_name, loaded, results, directory, meter[0])
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How ``eval run`` scores (with per-message intervals or not), where it reports, and what fails it."""
+
+    output_format: OutputFormat
+    output: Path | None
+    intervals: bool
+    fail_on_stale: bool
+    allow_incomparable: bool
+
+
 @app.command("run")
 def run_command(
     agents: AgentsOpt = None,
@@ -268,45 +202,44 @@ def run_command(
     synthetic: SyntheticOpt = None,
     propositions: PropositionsOpt = None,
     baseline_dir: BaselineDirOpt = None,
-    output_format: Annotated[OutputFormat, typer.Option("--format", help="Report format.")] = OutputFormat.TABLE,
+    output_format: FormatOpt = OutputFormat.TABLE,
     output: OutputOpt = None,
     repeats: RepeatsOpt = 1,
     strategy: StrategyOpt = Strategy.BATCH,
     skip_invalid: SkipInvalidOpt = False,
     no_interval: NoIntervalOpt = False,
-    fail_on_stale: Annotated[bool, typer.Option("--fail-on-stale", help="Exit 1 on stale baselines too.")] = False,
-    allow_incomparable: Annotated[
-        bool, typer.Option("--allow-incomparable", help="Exit 0 when some dimensions could not be compared.")
-    ] = False,
+    fail_on_stale: FailOnStaleOpt = False,
+    allow_incomparable: AllowIncomparableOpt = False,
 ) -> None:
     """Score agents and compare them with their golden baselines.
 
     Exit 0: every dimension compared, no regression; 1: regression; 2: usage error; 3: some dimension was
     not comparable (stale baseline, other judge, other conversation) and --allow-incomparable was not given.
     """
+    inputs = Inputs(messages, run_id, since, synthetic, skip_invalid)
+    evaluation = Evaluation(inputs, agents, dimensions, judge, record, propositions, baseline_dir, repeats, strategy)
+    _compare(evaluation, Comparison(output_format, output, not no_interval, fail_on_stale, allow_incomparable))
+
+
+def _compare(evaluation: Evaluation, comparison: Comparison) -> None:
     from engine.evaluation.baseline import load_baseline
     from engine.evaluation.regression import build_report
     from engine.evaluation.report import RENDERERS
     from engine.judges.metered import with_usage
 
-    settings = settings_from(propositions=propositions)
-    options = harness_options(settings, dimensions, repeats, strategy, not no_interval)
-    inputs = Inputs(messages, run_id, since, synthetic, skip_invalid)
-    meter: list[MeteredJudge] = []
-    judge_name, loaded, results = run(evaluate_input(inputs, _split(agents), options, settings, judge or "", record,
-                                                     meter))  # fmt: skip
-    directory = baseline_dir or settings.propositions_dir / "baselines"
-    baselines = {r.agent_id: load_baseline(directory, r.agent_id) for r in results}
-    report = build_report(judge_name, results, baselines, loaded.messages_sha256)
-    _emit(with_usage(RENDERERS[output_format.value](report), output_format.value, meter[0].summary(settings)), output)
+    done = _evaluate(evaluation, intervals=comparison.intervals)
+    kind, output = comparison.output_format.value, comparison.output
+    baselines = {r.agent_id: load_baseline(done.baseline_dir, r.agent_id) for r in done.results}
+    report = build_report(done.judge_name, done.results, baselines, done.loaded.messages_sha256)
+    _emit(with_usage(RENDERERS[kind](report), kind, done.meter.summary(done.settings)), output)
     if output is not None:
         print(
             f"drift: wrote {output}: {len(report.regressions)} regression(s), {len(report.stale)} stale",
             file=sys.stderr,
         )
-    if report.regressions or (fail_on_stale and report.stale):
+    if report.regressions or (comparison.fail_on_stale and report.stale):
         raise typer.Exit(1)
-    if report.incomparable and not allow_incomparable:
+    if report.incomparable and not comparison.allow_incomparable:
         print(
             f"drift: {len(report.incomparable)} dimension(s) not comparable with their baselines (see the notes); "
             "exit 3 (pass --allow-incomparable to accept)",
@@ -330,14 +263,18 @@ def baseline_command(
     repeats: RepeatsOpt = 1,
     strategy: StrategyOpt = Strategy.BATCH,
     skip_invalid: SkipInvalidOpt = False,
-    all_agents: Annotated[
-        bool, typer.Option("--all", help="Every agent with a message (instead of --agents).")
-    ] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Replace baselines made by another judge or on another conversation.")
-    ] = False,
+    all_agents: AllAgentsOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     """Write golden baselines of --agents a,b (or --all): scores, unit scores and content hashes per agent."""
+    if bool(agents) == all_agents:
+        raise ConfigurationError("name the agents whose baselines to write: --agents a,b or --all")
+    inputs = Inputs(messages, run_id, since, synthetic, skip_invalid)
+    evaluation = Evaluation(inputs, agents, dimensions, judge, record, propositions, baseline_dir, repeats, strategy)
+    _write_baselines(_evaluate(evaluation, intervals=True), force=force)
+
+
+def _write_baselines(done: Evaluated, *, force: bool) -> None:
     from engine.evaluation.baseline import (
         baseline_from_result,
         load_baseline,
@@ -346,19 +283,12 @@ def baseline_command(
         write_baseline,
     )
 
-    if bool(agents) == all_agents:
-        raise ConfigurationError("name the agents whose baselines to write: --agents a,b or --all")
-    settings = settings_from(propositions=propositions)
-    options = harness_options(settings, dimensions, repeats, strategy, True)
-    inputs = Inputs(messages, run_id, since, synthetic, skip_invalid)
-    judge_name, loaded, results = run(evaluate_input(inputs, _split(agents), options, settings, judge or "", record))
-    directory = baseline_dir or settings.propositions_dir / "baselines"
-    olds = {r.agent_id: load_baseline(directory, r.agent_id) for r in results}
+    olds = {r.agent_id: load_baseline(done.baseline_dir, r.agent_id) for r in done.results}
     if not force:
-        refuse_foreign_baselines(olds, judge_name, loaded.messages_sha256)
-    for result in results:
-        fresh = baseline_from_result(result, judge_name, loaded.messages_sha256)
-        path = write_baseline(directory, merge_baseline(olds[result.agent_id], fresh))
+        refuse_foreign_baselines(olds, done.judge_name, done.loaded.messages_sha256)
+    for result in done.results:
+        fresh = baseline_from_result(result, done.judge_name, done.loaded.messages_sha256)
+        path = write_baseline(done.baseline_dir, merge_baseline(olds[result.agent_id], fresh))
         scores = ", ".join(f"{d.dimension.value} {d.score:.2f}" for d in result.dimensions)
         print(f"{path}: {scores}")
 

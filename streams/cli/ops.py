@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 import typer
 
@@ -16,6 +18,7 @@ from streams.cli.common import BrokerOpt, DatabaseOpt, PrefixOpt, run, settings_
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from engine.settings import Settings
     from streams.client.tail import TailRecord
 
 app = typer.Typer()
@@ -25,6 +28,10 @@ FROM_DATABASE_HELP = (
     "after a restart)."
 )
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table or coloured lines.")]
+FromTopicOpt = Annotated[str | None, typer.Option("--from-topic", help="Topic of recorded drafts, e.g. drift.drafts.")]
+ReplayConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="YAML: agent_id (or '*'): {key: value} applied before replaying.")
+]
 
 
 @app.command()
@@ -40,12 +47,26 @@ def tail(
     """Follow a gate output topic live: one line per record (agent, decision/outcome, scores). Ctrl-C stops."""
     from rich.console import Console
 
-    from streams.client.tail import render, tail, topic_for
+    from streams.client.tail import tail, topic_for
 
     settings = settings_from(broker=broker, prefix=prefix)
     topic = topic_for(settings, kind)
-    console = Console(highlight=False, soft_wrap=True)
     errors = Console(stderr=True, highlight=False)
+    show = _printer(Console(highlight=False, soft_wrap=True), errors, agent=agent, as_json=as_json)
+
+    def ready() -> None:  # on stderr, so piped JSON stays clean
+        start = "the beginning" if from_beginning else "now"
+        errors.print(f"[dim]tailing {topic} on {mask_url(settings.broker)} from {start} (Ctrl-C to stop)[/dim]")
+
+    try:
+        run(tail(settings, kind, show, agent=agent, from_beginning=from_beginning, limit=limit, on_ready=ready))
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+
+
+def _printer(console: Console, errors: Console, *, agent: str | None, as_json: bool) -> Callable[[TailRecord], bool]:
+    """What prints one tailed record (a coloured line, or its raw JSON); it returns False once the reader left."""
+    from streams.client.tail import render
 
     def show(record: TailRecord) -> bool:
         try:
@@ -60,28 +81,17 @@ def tail(
             return False
         return True
 
-    def ready() -> None:  # on stderr, so piped JSON stays clean
-        start = "the beginning" if from_beginning else "now"
-        errors.print(f"[dim]tailing {topic} on {mask_url(settings.broker)} from {start} (Ctrl-C to stop)[/dim]")
-
-    try:
-        run(tail(settings, kind, show, agent=agent, from_beginning=from_beginning, limit=limit, on_ready=ready))
-    except KeyboardInterrupt:
-        raise typer.Exit(0) from None
+    return show
 
 
 @app.command()
 def replay(
     since: Annotated[str, typer.Option("--since", help="Start of the window: RFC 3339 or relative (-15m, -2h).")],
     to_prefix: Annotated[str, typer.Option("--to-prefix", help="Topic prefix of the gate that judges the replay.")],
-    from_topic: Annotated[
-        str | None, typer.Option("--from-topic", help="Topic of recorded drafts, e.g. drift.drafts.")
-    ] = None,
+    from_topic: FromTopicOpt = None,
     from_database: Annotated[bool, typer.Option("--from-database", help=FROM_DATABASE_HELP)] = False,
     until: Annotated[str | None, typer.Option("--until", help="End of the window (exclusive; default now).")] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", help="YAML: agent_id (or '*'): {key: value} applied before replaying.")
-    ] = None,
+    config: ReplayConfigOpt = None,
     broker: BrokerOpt = None,
     database: DatabaseOpt = None,
     partitions: Annotated[int, typer.Option("--partitions", min=1, help="Partitions when creating topics.")] = 3,
@@ -92,18 +102,35 @@ def replay(
     The drafts come from --from-topic, or with --from-database from the correction logs in --database (first
     attempts, same draft ids). The configuration (--config) goes to --database: give the replay gate its own
     database, since agent configuration and correction logs are keyed by agent and draft id."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from streams.client.replay import load_agent_configs, parse_time
-    from streams.client.replay import replay as replay_drafts
-    from streams.client.replay_database import replay_from_database
 
     if from_database == (from_topic is not None):
         raise ConfigurationError("give either --from-topic or --from-database")
     settings = settings_from(broker=broker, database=database)
     configs = load_agent_configs(config) if config is not None else None
     start, end = parse_time(since), parse_time(until) if until else None
+    window = ReplayWindow(to_prefix=to_prefix, since=start, until=end, configs=configs, partitions=partitions)
+    _report_replay(_replay(settings, from_topic, window), from_topic or "the database", to_prefix, as_json)
+
+
+class ReplayWindow(TypedDict):
+    """What ``drift replay`` re-publishes where, whichever source the drafts come from."""
+
+    to_prefix: str
+    since: datetime
+    until: datetime | None
+    configs: dict[str, dict[str, Any]] | None
+    partitions: int
+
+
+def _replay(settings: Settings, from_topic: str | None, window: ReplayWindow) -> Any:
+    """Replay ``window`` from ``from_topic`` (None: the database) with a progress bar on stderr; its counts."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from streams.client.replay import replay
+    from streams.client.replay_database import replay_from_database
+
     columns = (TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("replay", total=None)
@@ -112,12 +139,8 @@ def replay(
             bar.update(task, completed=done, total=total)
 
         if from_topic is not None:
-            counts = run(replay_drafts(settings, from_topic=from_topic, to_prefix=to_prefix, since=start, until=end,
-                                       configs=configs, partitions=partitions, progress=progress))  # fmt: skip
-        else:
-            counts = run(replay_from_database(settings, to_prefix=to_prefix, since=start, until=end,
-                                              configs=configs, partitions=partitions, progress=progress))  # fmt: skip
-    _report_replay(counts, from_topic or "the database", to_prefix, as_json)
+            return run(replay(settings, from_topic=from_topic, progress=progress, **window))
+        return run(replay_from_database(settings, progress=progress, **window))
 
 
 def _report_replay(counts: Any, from_topic: str, to_prefix: str, as_json: bool) -> None:
@@ -158,14 +181,7 @@ def stats(
 
     settings = settings_from(database=database)
     if from_database or database is not None or agent is not None or since is not None:
-        from streams.client.replay import parse_time
-
-        snapshot = run(_database_snapshot(settings.database(), agent, parse_time(since) if since else None))
-        source = "database (correction_logs)"
-        if not snapshot.pop("known", True):
-            from streams.cli.agents import note_unknown_agent
-
-            note_unknown_agent(str(agent), "nothing recorded")
+        snapshot, source = _database_stats(settings, agent, since)
     else:
         address = (url or f"http://127.0.0.1:{settings.web_port}").rstrip("/")
         snapshot, source = _fetch_stats(address), address
@@ -174,6 +190,18 @@ def stats(
         typer.echo(json.dumps(snapshot, indent=2, sort_keys=True))
         return
     print_stats(Console(highlight=False), snapshot, source)
+
+
+def _database_stats(settings: Settings, agent: str | None, since: str | None) -> tuple[dict[str, Any], str]:
+    """The statistics computed from the correction logs (``agent``'s only when given), and where from."""
+    from streams.client.replay import parse_time
+
+    snapshot = run(_database_snapshot(settings.database(), agent, parse_time(since) if since else None))
+    if not snapshot.pop("known", True):
+        from streams.cli.agents import note_unknown_agent
+
+        note_unknown_agent(str(agent), "nothing recorded")
+    return snapshot, "database (correction_logs)"
 
 
 def _fetch_stats(address: str) -> dict[str, Any]:

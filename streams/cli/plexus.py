@@ -183,7 +183,7 @@ def evaluate(
     from engine.formats.plexus.evaluate import evaluate as run_evaluation
     from engine.formats.plexus.loader import load_runnable
     from engine.formats.plexus.textmodels import node_context
-    from streams.cli.eval import progress_bar
+    from streams.cli.eval_input import progress_bar
 
     card = load_runnable(scorecard, score)
     rows = read_dataset(dataset)

@@ -6,7 +6,7 @@ import contextlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,6 +24,9 @@ from streams.cli.common import (
     run,
     settings_from,
 )
+
+if TYPE_CHECKING:
+    from engine.judges.base import Judge
 
 app = typer.Typer()
 
@@ -158,20 +161,27 @@ def up(
     with contextlib.ExitStack() as stack:
         settings, kill = _start_embedded(stack, settings, database=database, broker=broker, kafka_port=kafka_port)
         try:
-            with quiet_kafka_logs(verbose):
-                run(_prepare(settings, partitions, wait_s))
-            _note_judge(judge_impl.name)
-            from streams.worker.runner import run_worker  # Faust: imported once the services answered
-
-            database_shown = mask_url(settings.database())  # never a password in the 'ready' line (CI logs)
-            ready = (f"ready broker={mask_url(settings.broker)} database={database_shown} judge={judge_impl.name} "
-                     f"web=http://{settings.web_host}:{settings.web_port}")  # fmt: skip
-            run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready), on_abort=kill,
-                       loglevel="INFO" if verbose else "WARNING")  # fmt: skip
+            _serve_stack(settings, judge_impl, kill, partitions=partitions, wait_s=wait_s, verbose=verbose)
         finally:
             with interrupts_abort(kill):  # the worker is down: stop the broker, then the database
                 stack.close()
     _say("stopped")
+
+
+def _serve_stack(
+    settings: Settings, judge: Judge, kill: Callable[[], None], *, partitions: int, wait_s: float, verbose: bool
+) -> None:
+    """``drift up`` once its services run: migrate, create the topics, run the worker until it is stopped."""
+    with quiet_kafka_logs(verbose):
+        run(_prepare(settings, partitions, wait_s))
+    _note_judge(judge.name)
+    from streams.worker.runner import run_worker  # Faust: imported once the services answered
+
+    database_shown = mask_url(settings.database())  # never a password in the 'ready' line (CI logs)
+    ready = (f"ready broker={mask_url(settings.broker)} database={database_shown} judge={judge.name} "
+             f"web=http://{settings.web_host}:{settings.web_port}")  # fmt: skip
+    run_worker(settings, judge, partitions=partitions, on_ready=lambda: _say(ready), on_abort=kill,
+               loglevel="INFO" if verbose else "WARNING")  # fmt: skip
 
 
 @app.command()
