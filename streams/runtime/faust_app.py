@@ -30,11 +30,12 @@ class Closing(Protocol):
 
 
 class DriftApp(faust.App):
-    """Faust's app with this project's transport; ``closing`` is closed when the app stops (the output
-    producer), ``skipped`` dead-letters the batches the fetcher skipped (:mod:`streams.runtime.undecodable`),
-    ``fast_lanes`` maps a topic to its batch handler (:mod:`streams.runtime.transport`; registered with
-    :meth:`add_fast_lane`, like an agent); ``restore`` bounds its tables' restores (:mod:`streams.runtime.restore`;
-    None: Faust's whole-changelog restores)."""
+    """Faust's app with this project's transport; ``closing`` is closed when the app shuts down (the output
+    producer), after every service that sends on it has stopped (see :meth:`on_shutdown`); ``skipped``
+    dead-letters the batches the fetcher skipped (:mod:`streams.runtime.undecodable`), ``fast_lanes`` maps a
+    topic to its batch handler (:mod:`streams.runtime.transport`; registered with :meth:`add_fast_lane`, like
+    an agent); ``restore`` bounds its tables' restores (:mod:`streams.runtime.restore`; None: Faust's
+    whole-changelog restores)."""
 
     def __init__(
         self, *args: Any, settings: Settings, closing: Closing, skipped: SkippedLetter,
@@ -48,16 +49,30 @@ class DriftApp(faust.App):
         self.skipped = skipped
         self.restore = restore
         self.fast_lanes: dict[str, FastLane] = {}
+        self._before_closing: list[Callable[[], Awaitable[None]]] = []
 
     def add_fast_lane(self, topic: str, lane: FastLane) -> None:
         """Hand ``topic``'s batches to ``lane`` instead of Faust's stream (the topic must be subscribed)."""
         self.fast_lanes[topic] = lane
 
+    def close_before_output(self, close: Callable[[], Awaitable[None]]) -> None:
+        """Await ``close`` when the app shuts down, before ``closing``: a service registers how to end its own
+        tasks that send on the output (its dispatcher), as it registers its agents."""
+        self._before_closing.append(close)
+
     async def on_stop(self) -> None:
-        await self.closing.close()
         if self.restore is not None:
             await self.restore.close()
         await super().on_stop()
+
+    async def on_shutdown(self) -> None:
+        """Mode calls this after the agents (children) and the timers and tasks (futures) have stopped; the
+        services' own tasks end next (work cut short was never committed, as the consumer has stopped, so the
+        next owner gets it again), and only then does the output producer close: nothing sends on it closed."""
+        for close in self._before_closing:
+            await close()
+        await self.closing.close()
+        await super().on_shutdown()
 
     def _new_transport(self) -> Any:
         return transport_class(self.settings)(self.conf.broker_consumer, self)

@@ -252,6 +252,7 @@ class EvaluationService:
 
     def install(self, app: DriftApp) -> None:
         """Subscribe ``app`` to ``evaluation-requests`` and add the crontab job (on the leader)."""
+        app.close_before_output(self.dispatcher.close)
 
         @app.agent(raw_topic(app, self.topics.evaluation_requests), name="evaluations")
         async def evaluations(stream: Any) -> None:

@@ -181,6 +181,7 @@ class StepService:
 
     def install(self, app: DriftApp) -> None:
         """Subscribe ``app`` to ``steps`` and run the history feed as one of its tasks."""
+        app.close_before_output(self.dispatcher.close)
 
         @app.agent(raw_topic(app, self.topics.steps), name="steps")
         async def steps(stream: Any) -> None:

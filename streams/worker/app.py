@@ -177,6 +177,7 @@ def _install_lanes(app: DriftApp, worker: Worker) -> None:
         app.topics.add(raw_topic(app, topic))  # subscribed by Faust's group, co-partitioned with the tables
     app.add_fast_lane(topics.drafts, gate)
     app.add_fast_lane(topics.messages, state)
+    app.close_before_output(gate.dispatcher.close)  # drafts being judged send their records on the output
 
     async def revoked(sender: Any, revoked: set[Any], **kwargs: Any) -> None:
         await gate.on_revoked(revoked)  # awaited before the group re-forms: see GateLane.on_revoked

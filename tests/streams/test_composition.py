@@ -194,3 +194,46 @@ def test_build_app_takes_settings_never_a_default(tmp_path: Path) -> None:
         build_app(None, ScriptedJudge.from_rules({"default": 9}))  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         build_app(ScriptedJudge.from_rules({"default": 9}))  # type: ignore[call-arg,arg-type]
+
+
+async def test_a_stopping_worker_closes_its_output_after_the_services_that_send_on_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker stopping with an evaluation in flight: its dispatchers (gate, evaluations, steps) stop, the
+    evaluation with them, before the output producer closes, so nothing sends on a closed producer (what put
+    ProducerClosed errors in the log of a worker stopped while it evaluated)."""
+    from streams.runtime.dispatch import KeyedDispatcher
+    from streams.runtime.output import Output
+    from streams.services.context import WorkerStore
+
+    order: list[str] = []
+    started, names = asyncio.Event(), dict[int, str]()
+    close_dispatcher = KeyedDispatcher.close
+
+    async def store(self: WorkerStore) -> Any:
+        started.set()
+        try:
+            await asyncio.Event().wait()  # the database does not answer: the evaluation stays in flight
+        finally:
+            order.append("evaluation ended")
+
+    async def stop_dispatcher(self: KeyedDispatcher[Any]) -> None:
+        await close_dispatcher(self)
+        order.append(f"{names[id(self)]} stopped")
+
+    async def close_output(self: Output) -> None:
+        order.append("output closed")
+
+    monkeypatch.setattr(WorkerStore, "__call__", store)
+    monkeypatch.setattr(KeyedDispatcher, "close", stop_dispatcher)
+    monkeypatch.setattr(Output, "close", close_output)
+    app, worker = build_app(Settings(data_dir=tmp_path, topic_prefix="w."), ScriptedJudge.from_rules({"default": 9}))
+    dispatchers = {"gate": worker.gate_lane.dispatcher, "evaluations": worker.evaluations.dispatcher,
+                   "steps": worker.steps.dispatcher}  # fmt: skip
+    names.update({id(dispatcher): name for name, dispatcher in dispatchers.items()})
+    request = EvaluationRequest(request_id="r1", agent_id="jim", reason="manual")
+    await worker.evaluations.dispatcher.submit("jim", (Event(), request))
+    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.wait_for(app.stop(), 10)
+    assert sorted(order[:-1]) == ["evaluation ended", "evaluations stopped", "gate stopped", "steps stopped"]
+    assert order[-1] == "output closed" and order.index("evaluation ended") < order.index("evaluations stopped")
