@@ -5,8 +5,7 @@ Specs: ``anthropic[:MODEL]``, ``openai-compatible[:MODEL]`` (``DRIFT_OPENAI_BASE
 ``ANTHROPIC_API_KEY`` is set, else scripted). Provider models share the judges' call policy with the actor
 deadline and concurrency (``DRIFT_ACTOR_DEADLINE_S``, ``DRIFT_ACTOR_CONCURRENCY``). What ``scripted`` means
 depends on the job, so the caller passes its own scripted model; ``scripted:RULES.yaml`` is a
-:class:`~engine.llm.scripted.ScriptedTextModel` rules file (``rules: [{pattern, reply | replies}]``,
-``default``).
+:class:`~engine.llm.scripted.ScriptedTextModel` rules file (see :func:`~engine.llm.scripted.scripted_rules_model`).
 """
 
 from __future__ import annotations
@@ -15,13 +14,12 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from engine.errors import ConfigurationError, PropositionFileError
+from engine.errors import ConfigurationError
 from engine.judges.llm import CallPolicy
 from engine.llm.anthropic import AnthropicTextModel
 from engine.llm.base import TextModel
 from engine.llm.openai_compat import OpenAICompatibleTextModel
-from engine.llm.scripted import ScriptedRule, ScriptedTextModel
-from engine.propositions.yamlsource import read_yaml
+from engine.llm.scripted import scripted_rules_model
 from engine.settings import Settings
 
 ACTOR_CHOICES = ("anthropic[:MODEL]", "openai-compatible[:MODEL]", "scripted[:RULES.yaml]")
@@ -58,20 +56,3 @@ def make_text_model(
     if scripted is None:
         raise ConfigurationError("this command has no built-in scripted model: use scripted:RULES.yaml")
     return scripted()
-
-
-def scripted_rules_model(path: Path) -> ScriptedTextModel:
-    """A :class:`ScriptedTextModel` from a YAML file: ``default`` and ``rules: [{pattern, reply|replies}]``."""
-    document = read_yaml(path)
-    data = document.data
-    if document.issues:
-        raise PropositionFileError(list(document.issues))
-    if not isinstance(data, dict) or not isinstance(data.get("rules", []), list):
-        raise PropositionFileError([document.issue((), "expected a mapping with 'rules' (a list) and 'default'")])
-    rules = []
-    for i, rule in enumerate(data.get("rules", [])):
-        replies = rule.get("replies", [rule.get("reply")]) if isinstance(rule, dict) else None
-        if not isinstance(rule, dict) or not isinstance(rule.get("pattern"), str) or not replies or None in replies:
-            raise PropositionFileError([document.issue(("rules", i), "needs 'pattern' and 'reply' or 'replies'")])
-        rules.append(ScriptedRule(rule["pattern"], tuple(str(r) for r in replies)))
-    return ScriptedTextModel(rules, default=str(data.get("default", "")), label=path.name)

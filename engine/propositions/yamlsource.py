@@ -15,9 +15,10 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import BeforeValidator
 
 from engine.errors import ConfigurationError, FileIssue
 
@@ -36,6 +37,22 @@ MAX_FILE_BYTES = 1024 * 1024
 def dotted(path: FieldPath) -> str:
     """``("propositions", 2, "weight")`` -> ``"propositions.2.weight"``."""
     return ".".join(str(part) for part in path)
+
+
+def yaml_text(value: Any) -> Any:
+    """A scalar as the text its author wrote: YAML 1.1 reads a bare ``Yes`` / ``No`` as a boolean."""
+    if isinstance(value, bool):
+        return "Yes" if value else "No"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, list):
+        return [yaml_text(item) for item in value]
+    return value
+
+
+#: A name, reply or compared value, read as text even when YAML made it a boolean or a number.
+Text = Annotated[str, BeforeValidator(yaml_text)]
+Texts = Annotated[list[str], BeforeValidator(yaml_text)]
 
 
 @dataclass(frozen=True)

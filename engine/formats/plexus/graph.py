@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from engine.errors import DriftError
-from engine.formats.plexus.model import END, Node, Score, yaml_text
+from engine.formats.plexus.model import END, Node, Score
 from engine.formats.plexus.nodes import NodeContext, run_node
 from engine.formats.plexus.templates import TemplateProblem
+from engine.propositions.yamlsource import yaml_text
 
 ERROR = "ERROR"
 SKIPPED = "SKIPPED"

@@ -6,9 +6,11 @@ they are kept (``extra="allow"``) so real files load, and only the keys that cha
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.propositions.yamlsource import Text, Texts
 
 #: Node classes this runner implements (the names used in Plexus files).
 CLASSIFIER_CLASSES = ("Classifier", "YesOrNoClassifier", "MultiClassClassifier")
@@ -19,22 +21,6 @@ END = "END"
 
 Operator = Literal["==", "!=", "in", "not in"]
 ScoreType = Literal["binary", "categorical", "numeric", "percentage", "boolean"]
-
-
-def yaml_text(value: Any) -> Any:
-    """A scalar as the text its author wrote: YAML 1.1 reads a bare ``Yes`` / ``No`` as a boolean."""
-    if isinstance(value, bool):
-        return "Yes" if value else "No"
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, list):
-        return [yaml_text(item) for item in value]
-    return value
-
-
-#: A class name or compared value, read as text even when YAML made it a boolean or a number.
-Text = Annotated[str, BeforeValidator(yaml_text)]
-Texts = Annotated[list[str], BeforeValidator(yaml_text)]
 
 
 class _Open(BaseModel):

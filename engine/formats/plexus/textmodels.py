@@ -1,16 +1,10 @@
 """Which text model answers a scorecard's LLM nodes.
 
 ``--model SPEC`` answers every node: ``scripted:RULES.yaml`` (a :class:`~engine.llm.scripted.ScriptedTextModel`
-from a rules file, labelled ``scripted:<file>``) or any spec of ``engine.llm.factory.make_text_model``
-(``anthropic[:MODEL]``, ``openai-compatible[:MODEL]``). Without it each score uses its own
-``model_provider`` / ``model_name`` (see :mod:`.providers`).
-
-A rules file::
-
-    rules:
-      - pattern: "regular expression over the prompt"
-        reply: "the answer"            # or replies: [first, second, …]
-    default: "answer when nothing matches"
+from a rules file, :func:`~engine.llm.scripted.scripted_rules_model`, labelled ``scripted:<file>``; a relative
+path is read from ``cwd``) or any spec of ``engine.llm.factory.make_text_model`` (``anthropic[:MODEL]``,
+``openai-compatible[:MODEL]``). Without it each score uses its own ``model_provider`` / ``model_name`` (see
+:mod:`.providers`).
 """
 
 from __future__ import annotations
@@ -18,51 +12,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from engine.errors import ConfigurationError, PropositionFileError
-from engine.formats.plexus.model import Scorecard, Text, Texts
+from engine.errors import ConfigurationError
+from engine.formats.plexus.model import Scorecard
 from engine.formats.plexus.nodes import NodeContext
 from engine.formats.plexus.providers import model_spec
 from engine.llm.base import TextModel
-from engine.llm.scripted import ScriptedRule, ScriptedTextModel
-from engine.propositions.issues import validate_document
-from engine.propositions.yamlsource import read_yaml
-
-
-class _Rule(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    pattern: str
-    reply: Text | None = None
-    replies: Texts = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _one_answer(self) -> _Rule:
-        if (self.reply is None) == (not self.replies):
-            raise ValueError("give exactly one of 'reply' and 'replies'")
-        return self
-
-
-class _Rules(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    rules: list[_Rule] = Field(default_factory=list)
-    default: Text = ""
-
-
-def scripted_model(path: Path) -> ScriptedTextModel:
-    if not path.is_file():
-        raise ConfigurationError(f"no such rules file: {path}")
-    rules, issues = validate_document(read_yaml(path), _Rules, "rules file")
-    if rules is None:
-        raise PropositionFileError(issues)
-    built = [ScriptedRule(r.pattern, tuple(r.replies or [r.reply or ""])) for r in rules.rules]
-    return ScriptedTextModel(built, default=rules.default, label=path.name)
+from engine.llm.scripted import scripted_rules_model
 
 
 def text_model(spec: str, settings: Any, *, cwd: Path) -> TextModel:
     if spec.startswith("scripted:"):
         target = Path(spec.removeprefix("scripted:"))
-        return scripted_model(target if target.is_absolute() else cwd / target)
+        return scripted_rules_model(target if target.is_absolute() else cwd / target)
     from engine.llm.factory import make_text_model
 
     return make_text_model(spec, settings)

@@ -129,6 +129,6 @@ async def test_make_text_model_specs(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="no built-in scripted model"):
         make_text_model("scripted", Settings())
     rules.write_text("rules:\n  - reply: x\n", encoding="utf-8")
-    with pytest.raises(PropositionFileError, match=r"rules.yaml:2: rules.0: needs 'pattern'"):
+    with pytest.raises(PropositionFileError, match=r"rules.yaml:2: rules.0.pattern: required key is missing"):
         make_text_model("scripted:" + str(rules), Settings())
     assert make_text_model("anthropic", Settings(anthropic_api_key="k")).name == "anthropic:claude-haiku-4-5"

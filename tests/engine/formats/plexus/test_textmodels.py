@@ -8,15 +8,16 @@ import pytest
 
 from engine.errors import PropositionFileError
 from engine.formats.plexus.providers import model_spec
-from engine.formats.plexus.textmodels import node_context, scripted_model
+from engine.formats.plexus.textmodels import node_context
 from engine.llm.base import CompletionRequest
+from engine.llm.scripted import scripted_rules_model
 from tests.engine.formats.plexus.helpers import scorecard
 
 
 async def test_a_rules_file_answers_by_pattern_with_its_name_as_label(tmp_path: Path) -> None:
     path = tmp_path / "r.yaml"
     path.write_text('rules:\n  - {pattern: "hello", replies: [first, second]}\ndefault: other\n')
-    model = scripted_model(path)
+    model = scripted_rules_model(path)
     answers = [(await model.complete(CompletionRequest.single(t))).text for t in ("hello", "Hello!", "bye")]
     assert (model.name, answers) == ("scripted:r.yaml", ["first", "second", "other"])
 
@@ -25,7 +26,7 @@ def test_a_rule_needs_exactly_one_kind_of_reply(tmp_path: Path) -> None:
     path = tmp_path / "r.yaml"
     path.write_text("rules:\n  - pattern: x\n    reply: a\n    replies: [b]\n")
     with pytest.raises(PropositionFileError, match=r"r.yaml:2: rules.0: give exactly one of 'reply' and 'replies'"):
-        scripted_model(path)
+        scripted_rules_model(path)
 
 
 @pytest.mark.parametrize(
