@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import uuid
@@ -22,6 +23,7 @@ from streams.services.evaluations import schedule_evaluations
 from streams.store import PostgresEvaluationStore, Store
 from streams.wire.payloads import EvaluationRequest, Message
 from tests.stack import DRIFT, Scenario, eventually, read_topic
+from tests.terminal import error_lines
 
 pytestmark = pytest.mark.e2e
 
@@ -234,3 +236,36 @@ def test_bad_cron_expression_is_a_configuration_error(scenario: Scenario) -> Non
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     assert done.returncode != 0 and "DRIFT_EVAL_CRON" in done.stderr
+
+
+async def test_a_worker_stopped_mid_evaluation_stops_cleanly_and_the_request_is_redelivered(
+    scenario: Scenario,
+) -> None:
+    """The output producer closes after the evaluations stopped: before, the evaluation in flight sent its summary
+    on the closed producer (ProducerClosed in the log). The evaluation cut short is not lost: the next worker
+    evaluates the request again."""
+    dwight, creed = scenario.agent("dwight"), scenario.agent("creed")
+    await scenario.create_topics()
+    slow = scenario.rules('default: 8\nrules:\n  - {message_contains: "slow", value: 5, delay_s: 1}\n')
+    worker = scenario.worker(judge=slow, env={"DRIFT_JUDGE_DEADLINE_S": "20"})
+    async with await Store.connect(scenario.settings.database()) as store:
+        await store.write_messages(stored_messages(dwight, ["Beets.", "Bears."], "sales"))
+        await store.write_messages(stored_messages(creed, ["I am slow today.", "Very slow."], "quality"))
+    worker.start()
+    topic = scenario.settings.topic("evaluations")
+    await publish(scenario, "evaluation-requests", [request(dwight, f"fast-{dwight}", dimensions=["fluency"])])
+    await read_topic(scenario.settings, topic, 1, timeout_s=20)  # the output producer has sent
+    await publish(scenario, "evaluation-requests", [request(creed, f"slow-{creed}", dimensions=["fluency"])])
+
+    async def evaluating() -> bool:
+        rows = await fetch(scenario, "SELECT status FROM evaluation_runs WHERE agent_id = $1", creed)
+        return any(r["status"] == "running" for r in rows)
+
+    assert await eventually(evaluating, 30, interval_s=0.05)
+    await asyncio.to_thread(worker.stop)
+    log = worker.log_path.read_text(errors="replace")
+    assert [line for line in error_lines(log) if "ProducerClosed" in line or "evaluation" in line] == []
+    assert "ProducerClosed" not in log
+    scenario.worker(judge=slow, env={"DRIFT_JUDGE_DEADLINE_S": "20"}).start()
+    summaries = await read_topic(scenario.settings, topic, 2, timeout_s=30)
+    assert [s["status"] for s in summaries if s["request_id"] == f"slow-{creed}"] == ["completed"]
