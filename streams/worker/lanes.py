@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
+from aiokafka.errors import KafkaError
 from faust.events import Event
 
 from engine.errors import PayloadError
@@ -106,6 +107,8 @@ class GateLane:
             return await process_draft(
                 self.gate, draft, received, partition=message.partition, flush=False, send=batch.send
             )
+        except KafkaError:  # the broker refused a record or the output is closing (a stop): not the draft's fault
+            raise
         except Exception as exc:
             log.exception("draft %s failed", draft.draft_id)
             await self.dead_letter(message, f"internal error while judging: {exc}")
@@ -113,7 +116,11 @@ class GateLane:
             return None
 
     async def _handle(self, item: Item) -> None:
-        deliveries = await self._judge(item)
+        try:
+            deliveries = await self._judge(item)
+        except KafkaError as exc:  # neither dead-lettered nor acked: fetched again after a restart or rebalance
+            log.warning("draft %s: its records were not sent (%r); it stays unacked", item[1].draft_id, exc)
+            return
         if deliveries is not None:
             ack_when_delivered(self.ack, [item[0]], deliveries)
 
@@ -147,18 +154,18 @@ class GateLane:
         drafts = [(message, draft) for message in messages if (draft := await self._decode(message)) is not None]
         if drafts:  # agents not in memory (new, or back after eviction): their stored configurations, one query
             await configs.ensure({draft.agent_id for _, draft in drafts})
-        for message, draft in drafts:
-            item = (message, draft, received)
-            if self.dispatcher.busy(draft.agent_id) or configs.get(draft.agent_id, draft.agent_name).needs_judge:
-                await self.dispatcher.submit(draft.agent_id, item)
-            elif (sent := await self._judge(item, batch)) is not None:
-                inline.append(message)
-                deliveries.update(sent)
-                written.update((draft.agent_id, draft.draft_id))
-                decided.append(draft.draft_id)
-        if not inline:
-            return
         try:
+            for message, draft in drafts:
+                item = (message, draft, received)
+                if self.dispatcher.busy(draft.agent_id) or configs.get(draft.agent_id, draft.agent_name).needs_judge:
+                    await self.dispatcher.submit(draft.agent_id, item)
+                elif (sent := await self._judge(item, batch)) is not None:
+                    inline.append(message)
+                    deliveries.update(sent)
+                    written.update((draft.agent_id, draft.draft_id))
+                    decided.append(draft.draft_id)
+            if not inline:
+                return
             records = self.batch()  # the verdict records, shipped and acknowledged before the verdicts
             await self.gate.persist_verdicts(decided, records.send, records.flush)
             deliveries.update(await self.gate.flush_tables(written, batch.send))

@@ -13,7 +13,7 @@ from engine.judges.base import Judge
 from engine.redaction import install_log_masking
 from engine.settings import Settings
 from streams.worker.app import build_app
-from streams.worker.shutdown import abort
+from streams.worker.shutdown import abort, abort_on_signal
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -63,6 +63,7 @@ class DriftWorker(faust.Worker):
         if self._interrupted:
             abort(self.on_abort)
         self._interrupted = True
+        abort_on_signal(self.on_abort)  # the second must not wait for the loop: Faust's stop blocks it at times
 
     def _gather_all(self) -> None:
         tasks = [task for task in asyncio.all_tasks(self.loop) if not task.done()]

@@ -14,6 +14,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 #: Exit status after a second interrupt (128 + SIGINT, as a shell reports it).
 ABORTED = 130
@@ -29,14 +30,21 @@ def abort(kill: Callable[[], None]) -> None:
     os._exit(ABORTED)
 
 
-@contextlib.contextmanager
-def interrupts_abort(kill: Callable[[], None]) -> Iterator[None]:
-    """While the block runs (an orderly shutdown), SIGINT/SIGTERM call :func:`abort` with ``kill``."""
+def abort_on_signal(kill: Callable[[], None]) -> dict[int, Any]:
+    """From now on SIGINT/SIGTERM call :func:`abort` with ``kill``, in the main thread, at once: not through an
+    event loop, which an orderly stop can block (Faust waits for its consumer thread to stop); returns the
+    handlers they had."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         abort(kill)
 
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+@contextlib.contextmanager
+def interrupts_abort(kill: Callable[[], None]) -> Iterator[None]:
+    """While the block runs (an orderly shutdown), SIGINT/SIGTERM call :func:`abort` with ``kill``."""
+    previous = abort_on_signal(kill)
     try:
         yield
     finally:

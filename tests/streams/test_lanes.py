@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 import pytest
+from aiokafka.errors import ProducerClosed
 
 from engine.judges.scripted import ScriptedJudge
 from engine.library import PropositionLibrary
@@ -109,3 +110,27 @@ async def test_a_failed_send_leaves_the_drafts_unacked(caplog: pytest.LogCapture
     await rt.lane()([draft(1)])
     await asyncio.sleep(0)
     assert rt.acked == [] and "stay unacked" in caplog.text
+
+
+class ClosedOutput(FakeRuntime):
+    """The output producer is closed (a worker stopping) or the broker refuses: every send raises."""
+
+    def __init__(self, configs: ConfigCache) -> None:
+        super().__init__(configs=configs)
+        self.deps.send = self.refuse
+        self.batch.send = self.refuse  # type: ignore[method-assign]
+
+    async def refuse(self, topic: str, key: bytes, value: bytes | None, partition: int | None = None) -> Any:
+        raise ProducerClosed()
+
+
+@pytest.mark.parametrize("judged", [True, False], ids=["judged draft", "inline draft"])
+async def test_a_draft_whose_records_cannot_be_sent_is_neither_dead_lettered_nor_acked(judged: bool) -> None:
+    # a draft judged while the worker stops (its output closing) comes back to the partition's next owner: a dead
+    # letter plus an ack would leave its orchestrator without a verdict
+    config = AgentConfig(gate_similarity_enabled=True, gate_adherence_enabled=judged)
+    rt = ClosedOutput(ConfigCache(default=config))
+    lane = rt.lane()
+    await lane([draft(1)])
+    await lane.dispatcher.wait_idle()
+    assert rt.dead == [] and rt.acked == []
