@@ -102,8 +102,10 @@ async def run_sink(
             await write_batch(_writer(await store(), table), table, items, reject)
             await consumer.commit()
     finally:
-        await consumer.stop()
-        await producer.stop()
+        try:
+            await consumer.stop()
+        finally:  # a second cancel during the consumer's stop must not leave the producer open
+            await producer.stop()
 
 
 async def dead_letter(producer: AIOKafkaProducer, dlq: str, table: str, record: Any, reason: str) -> None:
