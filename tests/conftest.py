@@ -11,6 +11,7 @@ import textwrap
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,11 +36,19 @@ def write(tmp_path: Path) -> Write:
     return _write
 
 
+#: The open lock file of the running test (None outside pytest-xdist): see :func:`_timed_alone` and :func:`alone`.
+_LOCK = pytest.StashKey[Any]()
+
+#: ``with alone(): ...`` (or ``async with``): the type of the :func:`alone` fixture.
+Alone = Callable[[], "Section"]
+
+
 @pytest.fixture(autouse=True)
 def _timed_alone(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Under pytest-xdist (``make test``), a test marked ``timed`` (it asserts a wall-clock bound of the product:
     a fail-fast error, an orderly stop, a live update) runs while no other test of this run does: every test holds
-    a shared lock on a file of the run's base temp dir, a timed one an exclusive lock."""
+    a shared lock on a file of the run's base temp dir, a timed one an exclusive lock. A test that times only a
+    part of what it does takes the exclusive lock for that part (:func:`alone`)."""
     if "PYTEST_XDIST_WORKER" not in os.environ:
         yield
         return
@@ -47,10 +56,41 @@ def _timed_alone(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     lock = tmp_path_factory.getbasetemp().parent / "timed.lock"  # the run's dir, shared by its xdist workers
     with lock.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        request.node.stash[_LOCK] = handle
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class Section:
+    """The exclusive lock of the running test for the length of a block (see :func:`alone`): ``with`` waits in
+    this thread, ``async with`` in another one, so the event loop (and the test's Kafka clients) keeps running."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def __enter__(self) -> None:
+        if self.handle is not None:
+            fcntl.flock(self.handle, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.handle is not None:
+            fcntl.flock(self.handle, fcntl.LOCK_SH)
+
+    async def __aenter__(self) -> None:
+        await asyncio.to_thread(self.__enter__)
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.__exit__()
+
+
+@pytest.fixture
+def alone(request: pytest.FixtureRequest) -> Alone:
+    """``with alone(): ...`` runs the block while no other test of the run does (its set-up need not): for a test
+    whose wall-clock bound covers only part of it. flock turns the shared lock into the exclusive one and back,
+    releasing it meanwhile, so two tests asking at once cannot deadlock."""
+    return lambda: Section(request.node.stash.get(_LOCK, None))
 
 
 @pytest.fixture(scope="session")

@@ -25,10 +25,12 @@ from streams.cli.demo import SAMPLE
 from streams.client import GateClient
 from streams.embedded import free_port, port_in_use
 from streams.store import Store
+from tests.conftest import Alone
 from tests.stack import DRIFT, Scenario
 from tests.terminal import Terminal, error_lines
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timed]  # every test bounds a stop's duration
+# every test bounds a stop's duration: that part runs alone (``alone``, tests/conftest.py), the start-up need not
+pytestmark = pytest.mark.e2e
 
 #: The issue's bound for an orderly stop after one Ctrl-C, and for "at once" after the second.
 ORDERLY_S = 5.0
@@ -96,14 +98,17 @@ def _up(terminals: list[Terminal], data_dir: Path, *extra: str) -> tuple[Termina
     return terminal, port
 
 
-async def test_up_stops_in_order_within_5_s_without_an_error_line(terminals: list[Terminal], data_dir: Path) -> None:
+async def test_up_stops_in_order_within_5_s_without_an_error_line(
+    terminals: list[Terminal], data_dir: Path, alone: Alone
+) -> None:
     terminal, port = _up(terminals, data_dir)
     database = re.search(r"database=(\S+)", terminal.text)
     assert database is not None
     await _drafts_are_written(f"127.0.0.1:{port}", database.group(1))
     postmaster = _postmaster(data_dir)
-    terminal.press_ctrl_c()
-    elapsed = terminal.wait(60)
+    with alone():
+        terminal.press_ctrl_c()
+        elapsed = terminal.wait(60)
     assert elapsed is not None and elapsed < ORDERLY_S, (elapsed, terminal.after_interrupt[-3000:])
     assert terminal.process.returncode == 0
     assert error_lines(terminal.after_interrupt) == [], terminal.after_interrupt[-3000:]
@@ -111,14 +116,15 @@ async def test_up_stops_in_order_within_5_s_without_an_error_line(terminals: lis
     assert not port_in_use(port) and _gone(postmaster)  # the broker and the database stopped with it
 
 
-def test_a_second_ctrl_c_stops_up_at_once(terminals: list[Terminal], data_dir: Path) -> None:
+def test_a_second_ctrl_c_stops_up_at_once(terminals: list[Terminal], data_dir: Path, alone: Alone) -> None:
     terminal, port = _up(terminals, data_dir, "--verbose")
     postmaster = _postmaster(data_dir)
-    terminal.press_ctrl_c()
-    # Two signals sent together merge into one: press again once the first is being handled, as a person does.
-    assert terminal.read_until(lambda text: "Signal received" in text, 10), terminal.after_interrupt[-3000:]
-    terminal.press_ctrl_c()
-    elapsed = terminal.wait(30)
+    with alone():
+        terminal.press_ctrl_c()
+        # Two signals sent together merge into one: press again once the first is being handled, as a person does.
+        assert terminal.read_until(lambda text: "Signal received" in text, 10), terminal.after_interrupt[-3000:]
+        terminal.press_ctrl_c()
+        elapsed = terminal.wait(30)
     assert elapsed is not None and elapsed < AT_ONCE_S, (elapsed, terminal.after_interrupt[-3000:])
     assert terminal.process.returncode == 130
     assert "Traceback" not in terminal.after_interrupt
@@ -136,20 +142,22 @@ def _service_ctrl_c(terminals: list[Terminal], scenario: Scenario, *args: str) -
 
 
 async def test_worker_and_sinks_stop_within_5_s_without_an_error_line(
-    terminals: list[Terminal], scenario: Scenario
+    terminals: list[Terminal], scenario: Scenario, alone: Alone
 ) -> None:
     await scenario.create_topics()
     worker = _service_ctrl_c(terminals, scenario, "worker", "--no-sinks")
     sinks = _service_ctrl_c(terminals, scenario, "sinks")
     await _drafts_are_written(scenario.stack.broker.bootstrap, scenario.stack.database.url, scenario.prefix)
     for terminal in (worker, sinks):
-        terminal.press_ctrl_c()
-        elapsed = terminal.wait(60)
+        with alone():
+            terminal.press_ctrl_c()
+            elapsed = terminal.wait(60)
         assert elapsed is not None and elapsed < ORDERLY_S, (elapsed, terminal.after_interrupt[-3000:])
         assert terminal.process.returncode == 0
         assert error_lines(terminal.after_interrupt) == [], terminal.after_interrupt[-3000:]
 
 
+@pytest.mark.timed  # alone from the start: the demo must still be playing when it is interrupted
 async def test_demo_stops_its_worker_broker_and_database(terminals: list[Terminal], data_dir: Path) -> None:
     # A conversation long enough to be interrupted mid-play, once the worker's sinks write (not while its
     # consumer groups are still joining: Tansu answers that first JoinGroup after ~3 s, and a leave waits for it).

@@ -20,6 +20,7 @@ from engine.simulation.scenario import load_scenario
 from streams.client import GateClient
 from streams.client.simulate import Simulation
 from streams.embedded import free_port
+from tests.conftest import Alone
 from tests.stack import DRIFT, Scenario
 from tests.streams.view.cdp import Browser, chromium
 
@@ -58,8 +59,9 @@ def _view(scenario: Scenario, port: int) -> subprocess.Popen[str]:
     return process
 
 
-@pytest.mark.timed
-async def test_pages_render_and_a_live_verdict_appears_within_a_second(scenario: Scenario, tmp_path: Path) -> None:
+async def test_pages_render_and_a_live_verdict_appears_within_a_second(
+    scenario: Scenario, tmp_path: Path, alone: Alone
+) -> None:
     binary = chromium()
     if binary is None:
         pytest.skip("Debian's chromium is not installed (apt-get install chromium): browser test skipped")
@@ -83,11 +85,12 @@ async def test_pages_render_and_a_live_verdict_appears_within_a_second(scenario:
             rows = "document.querySelectorAll('#live-table tbody tr').length"
             assert await browser.wait_for(f"{rows} >= {sum(a.drafts for a in session.agents.values())}")
             assert await browser.evaluate(STAMP_ROWS)
-            verdict = await gate.check(agent_id=scenario.agent("toby"), text="Please file the form in triplicate.")
-            published_ms = time.time() * 1000
-            appeared_ms = f"window.rowAddedAt[{json.dumps(verdict.draft_id)}]"
-            assert await browser.wait_for(f"{appeared_ms} !== undefined", timeout_s=5)
-            elapsed = (await browser.evaluate(appeared_ms) - published_ms) / 1000
+            async with alone():  # the live update's bound: measured while no other test runs
+                verdict = await gate.check(agent_id=scenario.agent("toby"), text="Please file the form in triplicate.")
+                published_ms = time.time() * 1000
+                appeared_ms = f"window.rowAddedAt[{json.dumps(verdict.draft_id)}]"
+                assert await browser.wait_for(f"{appeared_ms} !== undefined", timeout_s=5)
+                elapsed = (await browser.evaluate(appeared_ms) - published_ms) / 1000
         assert elapsed < 1.0, f"the verdict took {elapsed:.2f} s to appear"
         await browser.evaluate(f"showVerdict('{verdict.draft_id}')")
         assert await browser.wait_for("document.getElementById('verdict-detail').textContent.includes('attempt 1')")
