@@ -93,7 +93,7 @@ class Settings:
     eval_judge_share: float = 0.125  # share of DRIFT_JUDGE_CONCURRENCY evaluations may use (engine.judges.budget)
     agent_idle_ttl_s: float = 86_400.0  # per-agent state of a worker is dropped after this long idle
     pending_ttl_s: float = 3_600.0  # earlier attempts of a draft (and its verdict records) are kept this long
-    restore_window_s: float = 0.0  # >0: bounded restores reading this much changelog tail (0: off, whole changelogs)
+    restore_window_s: float = 900.0  # a table restore reads this much changelog tail (0: all of it); see docs
     restore_checkpoint_s: float = 10.0  # how often a worker records its changelog end offsets (restore index)
     kafka_security_protocol: str = "PLAINTEXT"
     kafka_sasl_mechanism: str | None = None

@@ -13,6 +13,7 @@ import asyncio
 import collections
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import faust
@@ -38,11 +39,15 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
         _probe: AIOKafkaConsumer | None = None
         skipped: collections.deque[SkippedBatch]  # undecodable batches, reported by FastLanes (thread-safe)
 
-        async def _fetch_records(self, consumer: Any, *args: Any, **kwargs: Any) -> Any:
+        async def _fetch_records(self, consumer: Any, active_partitions: Any, *args: Any, **kwargs: Any) -> Any:
+            wanted = requested_partitions(active_partitions)
+            if wanted is not None and not wanted:
+                return {}  # nothing is active: aiokafka would read an empty request as "every partition"
             if (fetcher := private.kafka_fetcher(consumer)) is not None:
                 guard_fetcher(fetcher, self.skipped)  # a bad batch is skipped, never raised
             try:
-                return await super()._fetch_records(consumer, *args, **kwargs)
+                request = active_partitions if wanted is None else wanted
+                return await super()._fetch_records(consumer, request, *args, **kwargs)
             except RecordTooLargeError as exc:
                 if (skipped := unfetchable(exc)) is None:
                     raise
@@ -77,6 +82,22 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
 
     Transport.Consumer = Consumer
     return Transport
+
+
+def requested_partitions(active: AbstractSet[TP] | None) -> set[TP] | None:
+    """The partitions one fetch asks aiokafka for: a snapshot of those Faust's consumer has active (None: all,
+    a client-only consumer).
+
+    Faust hands aiokafka's ``fetched_records`` its *live* set of active partitions, which aiokafka reads again
+    each time it wakes up while the fetch waits, and it reads an empty set as "every assigned partition". When a
+    table restore ends, Faust pauses the changelog partitions (the set is empty for a moment) before it resumes
+    the stream partitions: a fetch waiting just then returned the records aiokafka had already buffered for the
+    still-paused drafts, Faust's ``getmany`` dropped them (not active), and aiokafka's position had moved past
+    them. Faust's seek back to the committed offsets does nothing for a partition that has none yet, so those
+    drafts were never handed to the gate until the next rebalance reset the positions. A bounded restore ends
+    within milliseconds of its start, while that first fetch is still waiting, which made this likely.
+    """
+    return None if active is None else set(active)
 
 
 def credentials(settings: Settings) -> Any:
