@@ -106,19 +106,13 @@ class RestorePlan:
         self._close_database = close
         self.partitions = partitions
         self.kept = kept
-        self.restore_started: float | None = None
-        self.last_restore_s: float | None = None
-        self._generation = -1
         self._consumer: AIOKafkaConsumer | None = None
+        self._gave_up_at: float | None = None  # when a checkpoint lookup last found no database in time
         self._lock = asyncio.Lock()
 
     @property
     def enabled(self) -> bool:
         return self.settings.restore_window_s > 0
-
-    def restore_seconds(self) -> float | None:
-        """How long the last table restore took (partitions assigned → every table restored and rebuilt)."""
-        return self.last_restore_s
 
     async def consumer(self) -> AIOKafkaConsumer:
         async with self._lock:
@@ -139,7 +133,11 @@ class RestorePlan:
         """Per partition of changelog ``topic``, the offset its restore starts at (absent: the beginning)."""
         if not self.enabled:
             return {}
-        db = await self.database(LOOKUP_WAIT_S)
+        # once a lookup has waited in vain, the other tables of the rebalance do not wait again (each waits inside
+        # Faust's rebalance callback, one after another)
+        gave_up = self._gave_up_at is not None and time.monotonic() - self._gave_up_at < 2 * LOOKUP_WAIT_S
+        db = await self.database(0.0 if gave_up else LOOKUP_WAIT_S)
+        self._gave_up_at = time.monotonic() if db is None else None
         if db is None:
             log.warning("no database within %.0f s: %s is restored from its beginning", LOOKUP_WAIT_S, topic)
             return {}
@@ -226,17 +224,6 @@ class RestorePlan:
                 rebuilt += 1
         return rebuilt
 
-    def restore_began(self, generation_id: int) -> None:
-        """A table is assigned partitions: the first table of a rebalance starts the clock."""
-        if generation_id != self._generation or self.restore_started is None:
-            self._generation = generation_id
-            self.restore_started = time.monotonic()
-
-    def restore_ended(self) -> None:
-        """A table is restored (and rebuilt): the last one of a rebalance stops the clock."""
-        if self.restore_started is not None:
-            self.last_restore_s = time.monotonic() - self.restore_started
-
 
 def plan_of(app: Any) -> RestorePlan | None:
     plan = getattr(app, "restore", None)
@@ -281,7 +268,6 @@ class RestoreStore(MemoryStore[Any, Any]):
         plan = plan_of(self.app)
         if plan is None:
             return
-        plan.restore_began(generation_id)
         try:
             self.starts = await plan.start_offsets(self.topic, {tp.partition for tp in assigned})
         except Exception:  # the broker or the database failed: replay whole changelogs (slower, never wrong)
@@ -300,7 +286,6 @@ class RestoreStore(MemoryStore[Any, Any]):
         if plan.enabled and self.table.name == SEEDED_TABLE and self.active:
             rebuilt = await plan.rebuild(self.data, self.note_partition, self.active)
             log.info("%s: %d agent window(s) rebuilt from the database", self.topic, rebuilt)
-        plan.restore_ended()
 
     @Service.task
     async def _checkpoints(self) -> None:

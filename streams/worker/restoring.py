@@ -54,7 +54,7 @@ async def _connect(settings: Settings, timeout_s: float) -> Store | None:
 
 
 def restore_plan(settings: Settings, store: WorkerStore, partitions: int) -> RestorePlan:
-    """The :class:`RestorePlan` of a worker's tables, reading the worker's database (``store``); its
-    :meth:`RestorePlan.restore_seconds` is how long the last restore took."""
+    """The :class:`RestorePlan` of a worker's tables, reading the worker's database (``store``) (how long a restore
+    takes is the ``table_restore_seconds`` gauge, :mod:`streams.services.eviction`)."""
     database = RestoreDatabase(settings, store)
     return RestorePlan(settings, database, partitions=partitions, kept=RECENT_KEPT, close=database.close)

@@ -156,3 +156,12 @@ def test_a_moved_name_would_fail_the_contract() -> None:
     assert _assigned(consumer, "_read_offset")
     assert not _assigned(consumer, "_read_offsets")  # a rename upstream
     assert getattr(consumer, "_drain_message", None) is None
+
+
+def test_fetch_records_takes_the_active_partitions_first() -> None:
+    # streams.runtime.transport replaces that argument with a snapshot (requested_partitions): a reordering
+    # upgrade would hand aiokafka something else
+    from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
+
+    parameters = list(inspect.signature(AIOKafkaConsumerThread._fetch_records).parameters)
+    assert parameters[:3] == ["self", "consumer", "active_partitions"], parameters

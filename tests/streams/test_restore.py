@@ -121,3 +121,20 @@ def test_pending_attempts_restore_at_least_their_ttl() -> None:
     plan = RestorePlan(Settings(restore_window_s=900, pending_ttl_s=3600), no_database, partitions=3, kept=10)
     assert plan.window_s("persona-drift-drift-pending-attempts-changelog") == 3600
     assert plan.window_s("persona-drift-drift-verdict-records-changelog") == 900
+
+
+def test_without_a_database_only_the_first_table_of_a_rebalance_waits_for_it() -> None:
+    from streams.runtime.restore import LOOKUP_WAIT_S, RestorePlan
+
+    waits: list[float | None] = []
+
+    async def unreachable(timeout_s: float | None) -> None:
+        waits.append(timeout_s)
+
+    async def rebalance() -> list[dict[int, int]]:
+        plan = RestorePlan(Settings(restore_window_s=900), unreachable, partitions=3, kept=10)
+        tables = ("recent-messages", "verdict-records", "pending-attempts", "message-counts")
+        return [await plan.start_offsets(f"p-drift-{name}-changelog", {0, 1, 2}) for name in tables]
+
+    assert asyncio.run(rebalance()) == [{}, {}, {}, {}]  # whole changelogs: slower, never wrong
+    assert waits == [LOOKUP_WAIT_S, 0.0, 0.0, 0.0]  # not four waits in a row inside Faust's rebalance callback
