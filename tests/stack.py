@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -32,6 +33,22 @@ DRIFT = str(Path(sys.executable).parent / "drift")
 class Stack:
     broker: EmbeddedBroker
     database: EmbeddedDatabase
+
+    async def own_database(self, name: str = "own") -> str:
+        """A fresh, migrated database on the stack's server, for a test that needs one of its own (the shared one
+        holds every earlier test's rows, some dated in the future); returns its URL."""
+        from streams.store import Store
+
+        database = f"{name}_{uuid.uuid4().hex[:8]}"
+        conn = await asyncpg.connect(self.database.url)
+        try:
+            await conn.execute(f'CREATE DATABASE "{database}"')
+        finally:
+            await conn.close()
+        url = self.database.url.replace("/postgres?", f"/{database}?")
+        async with await Store.connect(url) as store:
+            await store.migrate()
+        return url
 
     def settings(self, prefix: str, **changes: Any) -> Settings:
         return Settings(broker=self.broker.bootstrap, database_url=self.database.url, topic_prefix=prefix, **changes)

@@ -16,13 +16,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-import asyncpg
 import orjson
 from aiokafka import AIOKafkaProducer
 
 from streams.client import GateClient
-from streams.store import Store
-from tests.stack import DRIFT, Scenario, Stack
+from tests.stack import DRIFT, Scenario
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -56,20 +54,6 @@ class Traffic:
     early: list[str] = field(default_factory=list)
     window: dict[str, str] = field(default_factory=dict)  # draft id -> text
     late: list[str] = field(default_factory=list)
-
-
-async def create_treatment_database(stack: Stack) -> str:
-    """A fresh, migrated database for the treatment gate; returns its URL."""
-    name = f"treat_{uuid.uuid4().hex[:8]}"
-    conn = await asyncpg.connect(stack.database.url)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    url = stack.database.url.replace("/postgres?", f"/{name}?")
-    async with await Store.connect(url) as store:
-        await store.migrate()
-    return url
 
 
 async def record_traffic(traffic: Traffic) -> None:

@@ -29,7 +29,6 @@ from tests.streams.ops_cli_support import (
     NOW,
     RULES,
     Traffic,
-    create_treatment_database,
     drift,
     record_traffic,
     wait_for_stderr,
@@ -41,7 +40,7 @@ from tests.streams.ops_cli_support import (
 def traffic(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traffic]:
     control = Scenario(stack, f"a{uuid.uuid4().hex[:8]}.", tmp_path_factory.mktemp("control"))
     treatment = Scenario(stack, f"b{uuid.uuid4().hex[:8]}.", tmp_path_factory.mktemp("treatment"))
-    treatment_db = asyncio.run(create_treatment_database(stack))
+    treatment_db = asyncio.run(stack.own_database("treat"))
     asyncio.run(control.create_topics())
     asyncio.run(treatment.create_topics())
     judge = control.rules(RULES)
