@@ -33,11 +33,10 @@ REPEATED = "I will be taking the minutes of this meeting, as I always do, in my 
 class Up:
     """`drift up` on one data directory and port, started and stopped as often as a test likes."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, env: dict[str, str]) -> None:
         self.data_dir, self.port = data_dir, free_port()
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFT_") and k != "ANTHROPIC_API_KEY"}
-        # a short window: checkpoints of the broker's first life are old enough to be considered, and ignored
-        self.env.update(DRIFT_WEB_PORT=str(free_port()), DRIFT_RESTORE_WINDOW_S="1", DRIFT_RESTORE_CHECKPOINT_S="0.5")
+        self.env.update(DRIFT_WEB_PORT=str(free_port()), **env)
         self.process: WorkerProcess | None = None
         self.database = ""
 
@@ -55,11 +54,18 @@ class Up:
         assert self.process.process.wait(timeout=60) == 0
 
 
-@pytest.fixture
-def up() -> Iterator[Up]:
+@pytest.fixture(
+    params=[
+        {},  # the defaults: no checkpoint is old enough, the restore reads the (empty) changelogs whole
+        # a short window: checkpoints of the broker's first life are old enough to be considered, and ignored
+        {"DRIFT_RESTORE_WINDOW_S": "1", "DRIFT_RESTORE_CHECKPOINT_S": "0.5"},
+    ],
+    ids=["defaults", "short-window"],
+)
+def up(request: pytest.FixtureRequest) -> Iterator[Up]:
     data_dir = Path(tempfile.mkdtemp(prefix="drift-restart-"))
     data_dir.chmod(0o755)  # PostgreSQL runs as an unprivileged user when we are root
-    stack = Up(data_dir)
+    stack = Up(data_dir, request.param)
     yield stack
     if stack.process is not None:
         stack.process.stop()
