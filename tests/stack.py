@@ -23,6 +23,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from engine.settings import Settings
 from streams.embedded import EmbeddedBroker, EmbeddedDatabase, WorkerProcess, free_port
+from streams.store import Store
 from streams.wire.kafka import create_topics
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,8 +38,6 @@ class Stack:
     async def own_database(self, name: str = "own") -> str:
         """A fresh, migrated database on the stack's server, for a test that needs one of its own (the shared one
         holds every earlier test's rows, some dated in the future); returns its URL."""
-        from streams.store import Store
-
         database = f"{name}_{uuid.uuid4().hex[:8]}"
         conn = await asyncpg.connect(self.database.url)
         try:
