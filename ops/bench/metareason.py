@@ -3,22 +3,20 @@
 Run from the repository root: ``.venv/bin/python -m ops.bench.metareason``. Merges into
 ``ops/bench/results.json``:
 
-* ``metareason_sample_10k_s`` — sampling *and rendering* 10,000 variants of seed 002's complete example
+* ``metareason_sample_10k_s`` — sampling *and rendering* 10,000 variants of the benchmark's family
   (7 axes, LHS with maximin over 8 candidates, two stratifying axes), best of 5; target < 1 s.
 * ``metareason_run_overhead_ms`` — per variant, a run of 2,000 variants (journal on, concurrency 8, summary
   included) minus the time the same target and judge take when called directly for the same variants; the
   target is an in-memory echo and the judge a scripted one, so the difference is the runner's own work
   (queueing, caching, oracle mapping, result models, the journal line, statistics); best of 3; target ≤ 2 ms.
 
-The complete example is read from ``../shared/seeds/002_*`` (or the corpus copy) with its custom oracle
-registered for the occasion; the benchmark exits with a message when neither is present.
+The family is ``ops/bench/data/metareason-family.yaml``, in the repository, so the benchmark runs on a clone
+anywhere; it has the shape of seed 002's complete example (on which the first figures were taken).
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -33,25 +31,13 @@ from engine.formats.targets import TargetAnswer, TargetRequest
 from engine.judges.scripted import ScriptedJudge
 from ops.bench.common import RESULTS_PATH, merge_results
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
-CORPUS_COPY = "corpus/metareason/valid/v1-prompt-family/tests/test_yaml_spec_example__test_complete_spec_example.yaml"
+FAMILY = Path(__file__).resolve().parent / "data" / "metareason-family.yaml"
 RUN_VARIANTS = 2000
 
 
-def complete_example(scratch: Path) -> m.PromptFamily:
-    seeds = sorted((SHARED / "seeds").glob("002_*"))
-    if seeds:
-        text = seeds[0].read_text(encoding="utf-8").split("## Complete Example", 1)[1]
-        found = re.search(r"```yaml\n(.*?)```", text, re.DOTALL)
-        if found is None:
-            sys.exit("seed 002 has no complete example block")
-        path = scratch / "complete.yaml"
-        path.write_text(found.group(1), encoding="utf-8")
-    elif (SHARED / CORPUS_COPY).is_file():
-        path = SHARED / CORPUS_COPY
-    else:
-        sys.exit(f"seed 002 is not at {SHARED.resolve()}: nothing to benchmark")
-    return read_family(path, {"ISOComplianceOracle"})
+def bench_family() -> m.PromptFamily:
+    """The benchmark's family, read from the repository (never from a folder beside it)."""
+    return read_family(FAMILY, set())
 
 
 class Echo:
@@ -112,7 +98,7 @@ def overhead_ms(family: m.PromptFamily, scratch: Path) -> tuple[float, float, fl
 def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         scratch = Path(folder)
-        family = complete_example(scratch)
+        family = bench_family()
         sample_s = sampling_seconds(family)
         overhead, total, direct = overhead_ms(judged(family), scratch)
     print(f"sampling + rendering 10,000 variants: {sample_s:.3f} s (target < 1 s)")
