@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,11 +25,12 @@ from engine.statistics import (
     spearman_rho,
     welch_t_test,
 )
+from tests.peers import peer, require
 
 # Timing is not what these properties test; a loaded CI machine must not turn them flaky.
 relaxed = settings(deadline=None)
 
-TABLE1 = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "tinytroupe-table1"
+TABLE1 = peer("reference", "tinytroupe-table1")
 scores = st.lists(st.integers(0, 9), min_size=2, max_size=60)
 reals = st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=2, max_size=40)
 SampleFactory = Callable[..., list[float]]
@@ -229,8 +229,7 @@ TABLE1_ROWS = [
 
 def _raw(file: str, metric: str) -> tuple[list[float], list[float]]:
     """The raw control and treatment lists; only ``experiments.<group>.results`` is read."""
-    if not TABLE1.is_dir():
-        pytest.skip(f"reference data not found at {TABLE1}")
+    require(TABLE1)
     experiments = json.loads((TABLE1 / file).read_text(encoding="utf-8"))["experiments"]
     control, treatment = (experiments[g]["results"][metric] for g in ("Control", "Treatment"))
     # The lists hold only integers (checked here): nothing is missing, nothing is dropped.

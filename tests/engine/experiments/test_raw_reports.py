@@ -13,14 +13,14 @@ from engine.experiments.charts import draw
 from engine.experiments.paper import PAPER
 from engine.experiments.raw import load_raw, metric_key
 from engine.experiments.render import as_html, as_json, markdown
+from tests.peers import peer, require
 
-TABLE1 = Path(__file__).resolve().parents[3] / ".." / "shared" / "reference" / "tinytroupe-table1"
+TABLE1 = peer("reference", "tinytroupe-table1")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def _files() -> list[Path]:
-    if not TABLE1.is_dir():
-        pytest.skip(f"the paper's raw Table 1 files are not at {TABLE1} (../shared/reference): skipped")
+    require(TABLE1)
     return sorted(TABLE1.glob("*.json"))
 
 

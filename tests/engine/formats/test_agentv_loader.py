@@ -12,8 +12,9 @@ import yaml
 from engine.formats.agentv.loader import load_eval_file
 from engine.formats.agentv.schema import AgentVEvalFile
 from engine.formats.registry import validate_path
+from tests.peers import peer, require
 
-CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus" / "agentv"
+CORPUS = peer("corpus", "agentv")
 
 
 def write(tmp_path: Path, text: str, name: str = "cases.yaml") -> Path:
@@ -209,8 +210,7 @@ _UPSTREAM_TYPE = {"code_judge": "code", "rubric": "llm_judge"}
 
 
 def _derived() -> list[dict[str, object]]:
-    if not CORPUS.is_dir():
-        pytest.skip(f"AgentV corpus not found at {CORPUS} (../shared/corpus/agentv)")
+    require(CORPUS)
     return list(json.loads((CORPUS / "derived" / "loader-validator-results.json").read_text())["results"])
 
 
@@ -291,8 +291,7 @@ def test_a_jsonl_dataset_with_4x_keys_is_read_as_4x(tmp_path: Path) -> None:
 
 def test_the_corpus_jsonl_dataset_loads_with_its_sidecar() -> None:
     path = CORPUS / "valid" / "examples" / "features" / "basic-jsonl" / "evals" / "dataset.jsonl"
-    if not path.is_file():
-        pytest.skip(f"AgentV corpus not found at {CORPUS}")
+    require(path)
     loaded, issues = load_eval_file(path)
     assert issues == [] and loaded is not None
     assert len(loaded.cases) == len([line for line in path.read_text().splitlines() if line.strip()]) == 7

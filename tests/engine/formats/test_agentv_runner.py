@@ -13,6 +13,7 @@ from engine.formats.agentv.loader import load_eval_file
 from engine.formats.agentv.model import EvalCase, EvaluatorSpec
 from engine.formats.agentv.runner import RunOptions, run_cases
 from engine.formats.targets import TargetAnswer, TargetError, TargetRequest, ToolCall
+from tests.peers import peer, require
 
 TRAJ = EvaluatorSpec("t", "tool_trajectory", config={"mode": "any_order"}, minimums={"lookup": 1})
 
@@ -83,15 +84,14 @@ async def test_a_failing_or_hanging_target_errors_only_its_case() -> None:
     assert [t["eval_id"] for t in stats["bottom"]] == ["c2", "c1", "c3"]
 
 
-CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus" / "agentv"
+CORPUS = peer("corpus", "agentv")
 
 
 async def test_records_use_upstreams_field_names() -> None:
     baseline = (
         CORPUS / "valid" / "examples" / "features" / "tool-trajectory-simple" / "evals" / "dataset.baseline.jsonl"
     )
-    if not baseline.is_file():
-        pytest.skip(f"AgentV corpus not found at {CORPUS}")
+    require(baseline)
     import orjson
 
     upstream = orjson.loads(baseline.read_text().splitlines()[0])

@@ -7,11 +7,10 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
+from tests.peers import peer, require
 from tests.stack import DRIFT
 
-TABLE1 = Path(__file__).resolve().parents[3] / ".." / "shared" / "reference" / "tinytroupe-table1"
+TABLE1 = peer("reference", "tinytroupe-table1")
 
 
 def test_report_needs_an_input() -> None:
@@ -54,8 +53,7 @@ def _env() -> dict[str, str]:
 
 
 def test_html_report_of_every_raw_file_with_charts(tmp_path: Path) -> None:
-    if not TABLE1.is_dir():
-        pytest.skip(f"the paper's raw Table 1 files are not at {TABLE1} (../shared/reference): skipped")
+    require(TABLE1)
     files = sorted(TABLE1.glob("*.json"))
     args = [arg for f in files for arg in ("--raw", str(f))]
     out = tmp_path / "report.html"

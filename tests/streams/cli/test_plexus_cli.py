@@ -9,13 +9,14 @@ import pytest
 from typer.testing import CliRunner
 
 from streams.cli import app
+from tests.peers import peer, skip_unless
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "ops" / "examples" / "plexus"
 CARD = str(EXAMPLE / "persona_drift.yaml")
 DATASET = str(EXAMPLE / "office_labels.csv")
 RULES = f"scripted:{EXAMPLE / 'rules.yaml'}"
-CORPUS = REPO / ".." / "shared" / "corpus" / "plexus"
+CORPUS = peer("corpus", "plexus")
 
 
 def _invoke(*args: str) -> tuple[int, str, str]:
@@ -31,7 +32,7 @@ def test_validate_reports_kinds_and_notes() -> None:
     assert out.split() == ["ok", "scorecard", CARD]
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the Plexus corpus is not at {CORPUS}")
+@skip_unless(CORPUS)
 def test_validate_on_the_corpus_folders() -> None:
     code, out, _ = _invoke("plexus", "validate", str(CORPUS / "fragments"))
     assert code == 0

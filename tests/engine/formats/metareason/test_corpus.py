@@ -8,9 +8,10 @@ import pytest
 
 from engine.formats.metareason.loader import check_family
 from engine.formats.metareason.sampling import variants
+from tests.peers import peer, skip_unless
 
-CORPUS = Path(__file__).resolve().parents[4] / ".." / "shared" / "corpus" / "metareason"
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the format corpus is not here ({CORPUS.resolve()})")
+CORPUS = peer("corpus", "metareason")
+pytestmark = skip_unless(CORPUS)
 
 #: the custom oracle the seed's complete example names, as if an installation had registered it
 REGISTERED = {"ISOComplianceOracle"}

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import yaml
 
 from engine.formats.plexus.loader import NOT_RUNNABLE, inspect
+from tests.peers import peer, skip_unless
 
-CORPUS = Path(__file__).resolve().parents[4] / ".." / "shared" / "corpus" / "plexus"
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the Plexus corpus is not at {CORPUS}")
+CORPUS = peer("corpus", "plexus")
+pytestmark = skip_unless(CORPUS)
 
 #: valid/ files that are full score configurations upstream runs (the rest of valid/ are linter fixtures)
 RUNNABLE = {
