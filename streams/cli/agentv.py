@@ -26,24 +26,56 @@ FormatOpt = Annotated[str, typer.Option("--format", help="table | json | junit")
 
 @app.command("validate")
 def validate(files: Annotated[list[Path], typer.Argument(help="Eval files (any name).", show_default=False)]) -> None:
-    """Check eval files of either dialect; prints the dialect and case count, or FILE:LINE problems (exit 2)."""
-    from engine.formats.agentv.loader import load_eval_file
-
+    """Check eval files of either dialect (and sidecars of .jsonl datasets); prints the dialect and counts, or
+    FILE:LINE problems (exit 2)."""
     failed = False
     for path in files:
         if not path.is_file():
             typer.echo(f"drift: no such file: {path}", err=True)
             raise typer.Exit(2)
-        loaded, issues = load_eval_file(path)
-        for issue in issues:
-            typer.echo(str(issue), err=True)
-        failed = failed or bool(issues) or loaded is None
-        if loaded is not None:
-            evaluators = sum(len(c.evaluators) for c in loaded.cases)
-            status = "ok " if not issues else "bad"
-            typer.echo(f"{status} {path}: dialect {loaded.dialect}, {len(loaded.cases)} cases, {evaluators} evaluators")
+        failed = _validate_one(path) or failed
     if failed:
         raise typer.Exit(2)
+
+
+def _validate_one(path: Path) -> bool:
+    """Print the outcome for one file; True when it has a problem."""
+    from engine.formats.agentv.jsonl import check_sidecar, dataset_of
+    from engine.formats.agentv.kind import is_sidecar
+    from engine.formats.agentv.loader import load_eval_file
+    from engine.propositions.yamlsource import read_yaml
+
+    document = read_yaml(path) if path.suffix in {".yaml", ".yml"} else None
+    if document is not None and not document.issues and is_sidecar(document):
+        defaults, issues = check_sidecar(document)
+        for issue in issues:
+            typer.echo(str(issue), err=True)
+        shown = ", ".join(f"{k} {v}" for k, v in _sidecar_summary(defaults).items()) or "no defaults"
+        typer.echo(f"{'ok ' if not issues else 'bad'} {path}: sidecar of {dataset_of(path)}: {shown}")
+        return bool(issues)
+    loaded, issues = load_eval_file(path)
+    for issue in issues:
+        typer.echo(str(issue), err=True)
+    if loaded is not None:
+        listed = sum(len(c.evaluators) for c in loaded.cases)
+        default = sum(1 for c in loaded.cases if not c.evaluators)
+        counts = f"{len(loaded.cases)} cases, {listed + default} evaluators"
+        if default:
+            counts += f" ({default} the default llm_judge)"
+        if loaded.sidecar is not None:
+            counts += f"; defaults from {loaded.sidecar.name}"
+        typer.echo(f"{'ok ' if not issues else 'bad'} {path}: dialect {loaded.dialect}, {counts}")
+    return bool(issues) or loaded is None
+
+
+def _sidecar_summary(defaults: dict[str, Any]) -> dict[str, str]:
+    execution = defaults.get("execution") or {}
+    shown = {"dataset": defaults.get("dataset"), "target": execution.get("target")}
+    shown["evaluator"] = defaults.get("evaluator")
+    evaluators = execution.get("evaluators")
+    if isinstance(evaluators, list):
+        shown["evaluators"] = str(len(evaluators))
+    return {k: str(v) for k, v in shown.items() if v is not None}
 
 
 @app.command("run")
@@ -107,15 +139,23 @@ async def _run_files(
     batches: list[tuple[list[Any], Any]] = []
     for eval_file in loaded:
         cases = [c for c in eval_file.cases if not ids or any(fnmatch.fnmatchcase(c.id, p) for p in ids)]
-        if not cases:
-            continue
-        target = _target(spec or eval_file.target, eval_file.path, settings, actor)
-        done = await run_cases(cases, target, judge, RunOptions(workers, timeout))
-        stats = summary.summarise(done)
-        batches.append((done, records.format_run(str(eval_file.path), target.name, judge_name, done, stats)))
+        for target_spec, group in _by_target(cases, spec, eval_file.target).items():
+            target = _target(target_spec, eval_file.path, settings, actor)
+            done = await run_cases(group, target, judge, RunOptions(workers, timeout))
+            stats = summary.summarise(done)
+            batches.append((done, records.format_run(str(eval_file.path), target.name, judge_name, done, stats)))
     if not batches:
         raise ConfigurationError("no cases to run" + (f" matching --eval-id {', '.join(ids)}" if ids else ""))
     return batches
+
+
+def _by_target(cases: list[Any], spec: str | None, file_target: str | None) -> dict[str | None, list[Any]]:
+    """Cases grouped by the target that answers them, in order: ``--target``, else the case's own
+    ``execution.target``, else the file's (or its sidecar's)."""
+    groups: dict[str | None, list[Any]] = {}
+    for case in cases:
+        groups.setdefault(spec or case.target or file_target, []).append(case)
+    return groups
 
 
 def _load(files: list[Path]) -> list[Any]:

@@ -8,12 +8,13 @@ the same way. File-level problems (not a mapping, no case list) leave no cases. 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from engine.errors import FileIssue
 from engine.formats.agentv.evalparse import CaseRejected, Ctx, parse_evaluators, parse_rubrics
-from engine.formats.agentv.model import Dialect, EvalCase, EvalFile, EvaluatorSpec
+from engine.formats.agentv.model import Dialect, EvalCase, EvalFile, EvaluatorSpec, canonical_type
 from engine.propositions.yamlsource import Document, FieldPath, read_yaml
 
 SEED_LISTS = ("evalcases", "eval_cases")
@@ -35,12 +36,14 @@ def detect_dialect(data: Any) -> tuple[Dialect, str] | None:
 def load_eval_file(path: Path) -> tuple[EvalFile | None, list[FileIssue]]:
     """A YAML eval file, or a ``.jsonl`` dataset (one case per line, defaults from a sidecar YAML)."""
     if path.suffix == ".jsonl":
-        from engine.formats.agentv.jsonl import read_jsonl
+        from engine.formats.agentv.jsonl import read_jsonl, sidecar_of
 
         document = read_jsonl(path)
         if document.data is None:
             return None, list(document.issues)
         loaded, issues = load_document(document, path)
+        if loaded is not None:
+            loaded = replace(loaded, sidecar=sidecar_of(path))
         return loaded, [*document.issues, *issues]
     document = read_yaml(path)
     if document.issues:
@@ -62,6 +65,7 @@ def load_document(document: Document, path: Path) -> tuple[EvalFile | None, list
     ctx = Ctx(document, path.parent, dialect)
     defaults = _file_evaluators(ctx, data, issues)
     dataset = str(data.get("dataset") or data.get("name") or path.name.split(".")[0])
+    _default_kind(ctx, data, (), issues)
     cases = []
     for index, raw in enumerate(raw_cases):
         where: FieldPath = (list_key, index)
@@ -71,6 +75,7 @@ def load_document(document: Document, path: Path) -> tuple[EvalFile | None, list
             issues.append(exc.issue)
             continue
         if case is not None:
+            _default_kind(ctx, raw, where, issues)
             cases.append(case)
         else:
             issues.append(_skipped(document, raw, where, dialect))
@@ -102,6 +107,21 @@ def _file_evaluators(ctx: Ctx, data: Mapping[str, Any], issues: list[FileIssue])
                 issues.append(exc.issue)
                 return ()
     return ()
+
+
+def _default_kind(ctx: Ctx, raw: Mapping[str, Any], where: FieldPath, issues: list[FileIssue]) -> None:
+    """Report an ``evaluator`` (the default kind) other than llm_judge, the only one that runs without settings."""
+    from engine.formats.agentv.jsonl import default_kind_problem
+
+    value = raw.get("evaluator")
+    if value is not None and not (isinstance(value, str) and canonical_type(value) == "llm_judge"):
+        issues.append(ctx.document.issue((*where, "evaluator"), default_kind_problem(value)))
+
+
+def _target(raw: Mapping[str, Any]) -> str | None:
+    execution = raw.get("execution")
+    target = execution.get("target") if isinstance(execution, Mapping) else None
+    return target if isinstance(target, str) and target.strip() else None
 
 
 def _skipped(document: Document, raw: Any, where: FieldPath, dialect: Dialect) -> FileIssue:
@@ -149,6 +169,7 @@ def _case(ctx: Ctx, raw: Any, where: FieldPath, defaults: tuple[EvaluatorSpec, .
         dialect=ctx.dialect,
         dataset=dataset,
         conversation_id=conversation if isinstance(conversation, str) else None,
+        target=_target(raw),
     )
 
 

@@ -137,6 +137,8 @@ class EvalCase:
     dialect: Dialect = "seed"
     dataset: str = ""
     conversation_id: str | None = None
+    #: the case's own ``execution.target``, overriding the file's (None: the file's, or ``--target``)
+    target: str | None = None
 
     @property
     def question(self) -> str:
@@ -163,6 +165,8 @@ class EvalFile:
     #: ``execution.target`` (seed) or ``target`` (4.x): the AgentV target the file names, if any
     target: str | None = None
     description: str = ""
+    #: the sidecar YAML a ``.jsonl`` dataset took its defaults from, if any
+    sidecar: Path | None = None
 
 
 def content_text(content: Any) -> str:

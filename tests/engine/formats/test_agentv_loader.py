@@ -296,3 +296,69 @@ def test_the_corpus_jsonl_dataset_loads_with_its_sidecar() -> None:
     assert issues == [] and loaded is not None
     assert len(loaded.cases) == len([line for line in path.read_text().splitlines() if line.strip()]) == 7
     assert {c.dataset for c in loaded.cases} == {"basic-jsonl"}
+
+
+# -- sidecars (issue 29, finding 9) ------------------------------------------------------------------------
+
+
+def test_a_sidecar_supplies_target_and_evaluator_and_a_case_overrides_its_target(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_text(
+        '{"id": "a", "expected_outcome": "g", "input": "hi"}\n'
+        '{"id": "b", "expected_outcome": "g", "input": "yo", "execution": {"target": "other"}}\n'
+    )
+    (tmp_path / "cases.yaml").write_text("dataset: office\nexecution:\n  target: replay\nevaluator: llm_judge\n")
+    loaded, issues = load_eval_file(path)
+    assert issues == [] and loaded is not None and loaded.sidecar == tmp_path / "cases.yaml"
+    assert (loaded.target, [(c.id, c.target, c.evaluators) for c in loaded.cases]) == (
+        "replay",
+        [("a", None, ()), ("b", "other", ())],
+    )
+
+
+def test_sidecar_keys_and_values_agentv_would_not_read_are_reported_at_their_line(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_text('{"id": "a", "expected_outcome": "g", "input": "hi"}\n')
+    sidecar = tmp_path / "cases.yaml"
+    sidecar.write_text("dataset: office\nevaluator: code_judge\nevalcases: []\nexecution: replay\n")
+    loaded, issues = load_eval_file(path)
+    assert loaded is not None and [c.id for c in loaded.cases] == ["a"]
+    assert [(i.file, i.line, i.message.split(":")[0]) for i in issues] == [
+        (str(sidecar), 2, "evaluator 'code_judge'"),
+        (str(sidecar), 3, "not read from a sidecar"),
+        (str(sidecar), 4, "execution must be a mapping (target, evaluators)"),
+    ]
+
+
+def test_a_default_evaluator_kind_other_than_llm_judge_is_reported_in_yaml_files(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "evaluator: llm_judge\nevalcases:\n  - id: a\n    expected_outcome: g\n    input: hi\n    evaluator: rubric\n",
+    )
+    loaded, issues = load_eval_file(path)
+    assert loaded is not None and [c.id for c in loaded.cases] == ["a"]
+    assert [(i.line, i.path) for i in issues] == [(6, "evalcases.0.evaluator")]
+
+
+def test_a_sidecar_validates_as_the_sidecar_of_its_dataset(tmp_path: Path) -> None:
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "expected_outcome": "g", "input": "hi"}\n')
+    sidecar = tmp_path / "cases.yaml"
+    sidecar.write_text("dataset: office\nexecution:\n  target: replay\n")
+    result = validate_path(sidecar)
+    assert result.ok and result.kind is not None and result.kind.name == "agentv"
+    sidecar.write_text("dataset: office\nexecution:\n  target: replay\ntests: 3\nnonsense: 1\n")
+    assert not validate_path(sidecar).ok  # a case list makes it an eval file again, a broken one
+    sidecar.write_text("dataset: office\nnonsense: 1\n")
+    assert [(i.line, i.message.split(":")[0]) for i in validate_path(sidecar).issues] == [
+        (2, "not read from a sidecar")
+    ]
+    (tmp_path / "cases.jsonl").unlink()
+    assert validate_path(sidecar).kind is None  # without its dataset it is no AgentV file at all
+
+
+def test_the_corpus_sidecar_validates_and_its_dataset_counts_the_default_evaluator() -> None:
+    folder = require(CORPUS / "valid" / "examples" / "features" / "basic-jsonl" / "evals")
+    assert validate_path(folder / "dataset.yaml").ok
+    loaded, issues = load_eval_file(folder / "dataset.jsonl")
+    assert issues == [] and loaded is not None and loaded.target == "default"
+    assert {c.id: c.target for c in loaded.cases if c.target} == {"code-gen-python": "azure_base"}

@@ -180,3 +180,38 @@ def test_validate_reads_jsonl_datasets(tmp_path: Path) -> None:
     result = invoke("validate", str(path))
     assert result.exit_code == 0
     assert result.stdout.strip() == f"ok  {path}: dialect 4.x, 1 cases, 1 evaluators"
+
+
+def test_a_jsonl_dataset_takes_its_sidecars_defaults_and_a_case_its_own_target(tmp_path: Path) -> None:
+    dataset = tmp_path / "cases.jsonl"
+    dataset.write_text(
+        '{"id": "a", "expected_outcome": "g", "input": "hi", "assertions": [{"type": "contains", "value": "beet"}]}\n'
+        '{"id": "b", "expected_outcome": "g", "input": "yo", "evaluators": [{"type": "contains", "value": "beet"}],'
+        f' "execution": {{"target": "recorded:{tmp_path / "second.jsonl"}"}}}}\n'
+        '{"id": "c", "expected_outcome": "g", "input": "hey"}\n'
+    )
+    (tmp_path / "first.jsonl").write_text('{"id": "a", "answer": "beets"}\n{"id": "c", "answer": "beets"}\n')
+    (tmp_path / "second.jsonl").write_text('{"id": "b", "answer": "no"}\n')
+    sidecar = tmp_path / "cases.yaml"
+    first = tmp_path / "first.jsonl"
+    sidecar.write_text(f"dataset: office\nexecution:\n  target: recorded:{first}\nevaluator: llm_judge\n")
+    checked = invoke("validate", str(dataset), str(sidecar))
+    assert checked.exit_code == 0, checked.output
+    assert checked.stdout.splitlines() == [
+        f"ok  {dataset}: dialect seed, 3 cases, 3 evaluators (1 the default llm_judge); defaults from cases.yaml",
+        f"ok  {sidecar}: sidecar of {dataset}: dataset office, target recorded:{tmp_path / 'first.jsonl'}, "
+        "evaluator llm_judge",
+    ]
+    ran = json.loads(invoke("run", str(dataset), "--judge", f"scripted:{JUDGE}", "--format", "json").stdout)
+    answered = {item["item_id"]: (run["target"], item["score"]) for run in ran["runs"] for item in run["items"]}
+    assert {k: v[1] for k, v in answered.items()} == {"a": 1.0, "b": 0.0, "c": pytest.approx(5 / 9)}
+    assert answered["a"][0] == answered["c"][0] != answered["b"][0]
+
+
+def test_a_sidecar_with_a_key_agentv_ignores_fails_validation_at_its_line(tmp_path: Path) -> None:
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "expected_outcome": "g", "input": "hi"}\n')
+    sidecar = tmp_path / "cases.yaml"
+    sidecar.write_text("dataset: office\nevaluators: []\n")
+    result = invoke("validate", str(sidecar))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"{sidecar}:2: evaluators: not read from a sidecar")
