@@ -326,3 +326,12 @@ async def _calibrate(labels: Path, settings: Settings, judge_spec: str, strategy
         return await calibrate(judge, items, settings.propositions_dir, options)
     finally:
         await close_judge(judge)
+
+
+def _register_request() -> None:
+    from streams.cli.eval_request import request_command
+
+    app.command("request")(request_command)
+
+
+_register_request()

@@ -6,10 +6,14 @@
         verdict = await gate.check(agent_id="michael", text="...")
         final = await gate.converse(agent_id="michael", text="...", regenerate=regen)  # regen(feedback) -> str
         # regen may return None: the agent stays silent (a ``skip`` attempt; verdict decision "skip")
+        summary = await gate.evaluate(agent_id="michael", dimensions=["fluency"])  # an on-demand evaluation
 
 Many concurrent calls share one producer and one consumer; replies are matched by draft id and attempt
 (verdicts) or by run id and step (directives). The consumer reads the reply topics without a consumer group,
-from their end at start-up, so a client is ready at once.
+from their end at start-up, so a client is ready at once. :meth:`GateClient.request_evaluation` publishes a
+``manual`` request on ``evaluation-requests`` (the worker runs it over the agent's stored history);
+:meth:`GateClient.evaluate` also waits for its summary on ``evaluations``, read by a consumer of its own that is
+positioned before the request is sent.
 """
 
 from __future__ import annotations
@@ -25,7 +29,18 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from engine.errors import ConfigurationError, PayloadError, ReplyTimeout
 from engine.settings import Settings
 from streams.wire.kafka import client_kwargs, consumer_kwargs, start_with_retry
-from streams.wire.payloads import AgentConfigChange, Directives, Draft, Message, Step, Verdict, decode, encode
+from streams.wire.payloads import (
+    AgentConfigChange,
+    Directives,
+    Draft,
+    EvaluationRequest,
+    EvaluationSummary,
+    Message,
+    Step,
+    Verdict,
+    decode,
+    encode,
+)
 from streams.wire.topics import Topics
 
 #: Turns the gate's feedback into the next attempt's text; None means the agent chooses silence (skip).
@@ -204,3 +219,73 @@ class GateClient:
         if self._producer is None:
             raise ConfigurationError("the client is not started: use 'async with GateClient(...) as gate'")
         await self._producer.send_and_wait(self.topics.messages, encode(message), key=message.agent_id.encode())
+
+    async def request_evaluation(
+        self, *, agent_id: str, dimensions: list[str] | None = None, request_id: str | None = None
+    ) -> EvaluationRequest:
+        """Ask the service for an offline evaluation of ``agent_id`` now (reason ``manual``) over its stored
+        history since its last completed run; ``dimensions`` default to the evaluation ones. Returns the request
+        as published (its ``request_id`` names the run and its summary)."""
+        if self._producer is None:
+            raise ConfigurationError("the client is not started: use 'async with GateClient(...) as gate'")
+        request = EvaluationRequest(
+            request_id=request_id or uuid.uuid4().hex, agent_id=agent_id, reason="manual",
+            dimensions=known_dimensions(dimensions) if dimensions else None,
+        )  # fmt: skip
+        await self._producer.send_and_wait(self.topics.evaluation_requests, encode(request), key=agent_id.encode())
+        return request
+
+    async def evaluate(
+        self, *, agent_id: str, dimensions: list[str] | None = None, timeout_s: float | None = None
+    ) -> EvaluationSummary:
+        """:meth:`request_evaluation`, then wait for the run's summary (completed or failed; raises
+        :class:`ReplyTimeout` when none arrives within ``timeout_s``, default the client's timeout)."""
+        consumer = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
+        await start_with_retry(consumer, self.settings.broker, 15.0)
+        try:
+            topic = self.topics.evaluations
+            partitions = [TopicPartition(topic, p) for p in sorted(await self._partitions_of(consumer, topic))]
+            consumer.assign(partitions)
+            await consumer.seek_to_end(*partitions)
+            for tp in partitions:
+                await consumer.position(tp)  # positioned before the request goes out: its summary cannot be missed
+            request = await self.request_evaluation(agent_id=agent_id, dimensions=dimensions)
+            timeout = self.timeout_s if timeout_s is None else timeout_s
+            try:
+                return await asyncio.wait_for(_summary_of(consumer, request.request_id), timeout)
+            except TimeoutError:
+                raise ReplyTimeout(
+                    f"no evaluation summary for {agent_id} (request {request.request_id}) within {timeout:g}s: "
+                    "is a worker running (drift up / drift worker)?"
+                ) from None
+        finally:
+            await consumer.stop()
+
+    @staticmethod
+    async def _partitions_of(consumer: AIOKafkaConsumer, topic: str) -> set[int]:
+        if topic not in await consumer.topics():
+            raise ConfigurationError(f"topic {topic} does not exist: run 'drift topics create' (prefix?)")
+        return consumer.partitions_for_topic(topic) or set()
+
+
+async def _summary_of(consumer: AIOKafkaConsumer, request_id: str) -> EvaluationSummary:
+    async for record in consumer:
+        try:
+            summary = decode(EvaluationSummary, record.value)
+        except PayloadError:
+            continue
+        if summary.request_id == request_id:
+            return summary
+    raise ReplyTimeout(f"the evaluations topic closed before request {request_id} was summarised")
+
+
+def known_dimensions(names: list[str]) -> list[str]:
+    """``names`` without repeats, or :class:`ConfigurationError` naming the unknown ones and the choices (the
+    worker would dead-letter the request otherwise)."""
+    from engine.models import Dimension
+
+    known = [d.value for d in Dimension]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ConfigurationError(f"unknown dimension(s) {', '.join(unknown)}; choose from {', '.join(known)}")
+    return list(dict.fromkeys(names))

@@ -1,8 +1,11 @@
 """Live verdicts for the view: one group-less consumer of ``verdicts`` (it never moves a worker's offsets),
-starting at the end, fanned out to every open page.
+fanned out to every open page.
 
-Each subscriber has a bounded queue; a page that does not keep up loses its oldest undelivered verdicts, never
-the server's memory. The last :data:`RECENT` verdicts are kept so a page opened now starts with context.
+At start it reads the topic's backlog: the last :data:`RECENT` records of each partition, up to the end offsets
+it found, of which the newest :data:`RECENT` (by record time) become :attr:`LiveVerdicts.recent`. So a page
+opened after verdicts happened starts with them (docs/view.md), not with an empty table; then it follows the
+topic. Each subscriber has a bounded queue; a page that does not keep up loses its oldest undelivered verdicts,
+never the server's memory.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -25,6 +29,8 @@ log = logging.getLogger(__name__)
 
 RECENT = 200
 QUEUE = 500
+#: at most this long reading the backlog at start (a slow broker gives a shorter backlog, not a stuck view)
+BACKLOG_S = 15.0
 
 
 def matches(verdict: Mapping[str, Any], filters: Mapping[str, str]) -> bool:
@@ -79,21 +85,42 @@ class LiveVerdicts:
             await consumer.topics()
             partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
             consumer.assign(partitions)
-            await consumer.seek_to_end(*partitions)
-            for tp in partitions:
-                await consumer.position(tp)
+            await self._backlog(consumer, partitions)
             self.ready.set()
             while True:
                 batch = await consumer.getmany(timeout_ms=500)
                 for record in sorted((r for rs in batch.values() for r in rs), key=lambda r: r.timestamp):
-                    self._accept(record.value)
+                    self._accept(record.value, record.timestamp)
         finally:
             await consumer.stop()
 
-    def _accept(self, value: bytes | None) -> None:
+    async def _backlog(self, consumer: AIOKafkaConsumer, partitions: list[TopicPartition]) -> None:
+        """Publish the newest :data:`RECENT` verdicts already on the topic, oldest first; the consumer is left
+        at the end offsets found here, so nothing is delivered twice and nothing published since is lost."""
+        if not partitions:
+            return
+        ends = await consumer.end_offsets(partitions)
+        starts = await consumer.beginning_offsets(partitions)
+        for tp in partitions:
+            consumer.seek(tp, max(starts[tp], ends[tp] - RECENT))
+        pending = {tp for tp in partitions if ends[tp] > max(starts[tp], ends[tp] - RECENT)}
+        records: list[Any] = []
+        deadline = time.monotonic() + BACKLOG_S
+        while pending and time.monotonic() < deadline:
+            batch = await consumer.getmany(*pending, timeout_ms=500)
+            for tp, got in batch.items():
+                records.extend(r for r in got if r.offset < ends[tp])
+            pending = {tp for tp in pending if await consumer.position(tp) < ends[tp]}
+        for tp in partitions:
+            consumer.seek(tp, ends[tp])
+        for record in sorted(records, key=lambda r: r.timestamp)[-RECENT:]:
+            self._accept(record.value, record.timestamp)
+
+    def _accept(self, value: bytes | None, timestamp_ms: int | None = None) -> None:
+        """Publish one record's verdict, with ``at``: the record's time in ms since the epoch (the page shows it)."""
         try:
             verdict = decode(Verdict, value)
         except PayloadError:
             log.warning("view: skipped a verdict record that does not validate")
             return
-        self.publish(verdict.model_dump(mode="json"))
+        self.publish({**verdict.model_dump(mode="json"), "at": timestamp_ms})

@@ -169,6 +169,34 @@ async def test_threshold_requests_and_the_cli_over_stored_messages(scenario: Sce
     assert set(report["agents"]) == {stanley}
     assert set(report["agents"][stanley]) == {"fluency", "consistency"}
     assert report["agents"][stanley]["fluency"]["score"] < report["agents"][stanley]["consistency"]["score"]
+    await _on_demand_requests(scenario, worker.env, stanley)
+
+
+async def _on_demand_requests(scenario: Scenario, env: dict[str, str], covered: str) -> None:
+    """``GateClient.evaluate`` and ``drift eval request``: a manual request through the running worker, its
+    summary awaited (issue 29: before, only hand-written JSON could ask for one)."""
+    oscar = scenario.agent("oscar")
+    async with await Store.connect(scenario.settings.database()) as store:
+        await store.write_messages(stored_messages(oscar, ["Actually, that is a common misconception.", "No."], "acc"))
+    async with GateClient(settings=scenario.settings, timeout_s=30) as gate:
+        summary = await gate.evaluate(agent_id=oscar, dimensions=["fluency", "fluency"])
+    assert (summary.status, summary.sample_size, set(summary.dimensions)) == ("completed", 2, {"fluency"})
+    runs = await fetch(scenario, "SELECT status, dimensions FROM evaluation_runs WHERE agent_id = $1", oscar)
+    assert runs == [{"status": "completed", "dimensions": ["fluency"]}]  # stored: the view's chart shows it
+
+    def drift(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [DRIFT, "eval", "request", *args, "--prefix", scenario.prefix]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
+
+    waited = drift(covered, "--dimensions", "fluency", "--wait", "--timeout", "30")
+    assert waited.returncode == 1, waited.stderr  # everything was covered by the threshold run: nothing to evaluate
+    assert waited.stdout.startswith(f"{covered}: evaluation failed (run ")
+    assert f"error: no message of {covered} in the evaluation window" in waited.stdout
+    sent = drift(oscar, "--json")
+    assert sent.returncode == 0 and json.loads(sent.stdout)["reason"] == "manual"
+    wrong = drift(oscar, "--dimensions", "charisma")
+    assert wrong.returncode == 2
+    assert "drift: unknown dimension(s) charisma; choose from adherence, consistency, fluency, " in wrong.stderr
 
 
 async def record_runs(store: Store, *, covered: str, failed: str) -> None:

@@ -17,31 +17,67 @@ async function api(path) {
 }
 function status(text) { $("status").textContent = text; }
 
-// -- tabs ---------------------------------------------------------------------------------------------
+// -- pages and their URLs ---------------------------------------------------------------------------
+// Every page and detail has a hash URL that survives a reload and can be shared:
+//   #/live?agent=&run=&outcome=      #/live/draft/DRAFT_ID?…      #/agents      #/agents/AGENT
+//   #/runs                           #/runs/format/RUN_ID
 const loaders = { live: startLive, agents: loadAgents, runs: loadRuns };
-document.querySelectorAll("nav .tab").forEach((tab) => tab.addEventListener("click", () => show(tab.dataset.page)));
+let current = null;   // the page shown, so a detail URL on the same page does not reload its list
+let liveKey = null;   // the live filters the open stream uses
+document.querySelectorAll("nav .tab").forEach((tab) => tab.addEventListener("click", () => go(`#/${tab.dataset.page}`)));
+window.addEventListener("hashchange", route);
+function go(hash) { if (location.hash === hash) route(); else location.hash = hash; }
+function parseHash() {
+  const [path, query] = location.hash.replace(/^#\/?/, "").split("?");
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  const page = Object.hasOwn(loaders, parts[0] || "") ? parts[0] : "live";
+  return { page, parts: page === parts[0] ? parts.slice(1) : [], params: new URLSearchParams(query || "") };
+}
 function show(page) {
   document.querySelectorAll("nav .tab").forEach((t) => t.classList.toggle("active", t.dataset.page === page));
   document.querySelectorAll(".page").forEach((p) => p.classList.toggle("hidden", p.id !== `page-${page}`));
-  loaders[page]();
+}
+async function route() {
+  const { page, parts, params } = parseHash();
+  show(page);
+  if (page !== "live" && source) { source.close(); source = null; liveKey = null; }
+  if (page === "live") {
+    const filters = { agent: params.get("agent") || "", run: params.get("run") || "", outcome: params.get("outcome") || "" };
+    if (!source || JSON.stringify(filters) !== liveKey) startLive(filters);
+    if (parts[0] === "draft" && parts[1]) showVerdict(parts[1]); else $("verdict-detail").classList.add("hidden");
+  } else if (current !== page || parts.length === 0) {
+    await loaders[page]();
+  }
+  current = page;
+  if (page === "agents") { if (parts[0]) showAgent(parts[0]); else $("agent-detail").classList.add("hidden"); }
+  if (page === "runs") {
+    if (parts[0] === "format" && parts[1]) showFormatRun(parts[1]); else $("format-detail").classList.add("hidden");
+  }
+}
+function liveHash(draftId) {
+  const query = new URLSearchParams(Object.entries(liveFilters()).filter(([, v]) => v)).toString();
+  return `#/live${draftId ? `/draft/${encodeURIComponent(draftId)}` : ""}${query ? `?${query}` : ""}`;
+}
+function liveFilters() {
+  return { agent: $("filter-agent").value.trim(), run: $("filter-run").value.trim(), outcome: $("filter-outcome").value };
 }
 
 // -- live ---------------------------------------------------------------------------------------------
 let source = null;
 const verdicts = new Map(); // draft_id -> [verdict of each attempt]
-function startLive() {
+function startLive(filters) {
   if (source) source.close();
+  filters = filters || liveFilters();
+  $("filter-agent").value = filters.agent; $("filter-run").value = filters.run; $("filter-outcome").value = filters.outcome;
+  liveKey = JSON.stringify(filters);
   $("live-table").querySelector("tbody").replaceChildren();
   verdicts.clear();
-  const params = new URLSearchParams({
-    agent: $("filter-agent").value.trim(), run: $("filter-run").value.trim(), outcome: $("filter-outcome").value,
-  });
-  source = new EventSource(`/api/live?${params}`);
+  source = new EventSource(`/api/live?${new URLSearchParams(filters)}`);
   source.onopen = () => status("live: connected");
   source.onerror = () => status("live: reconnecting…");
   source.onmessage = (event) => addVerdict(JSON.parse(event.data));
 }
-$("live-filters").addEventListener("submit", (event) => { event.preventDefault(); startLive(); });
+$("live-filters").addEventListener("submit", (event) => { event.preventDefault(); go(liveHash(null)); });
 
 function scoreCell(scores) {
   const cell = el("td");
@@ -59,10 +95,10 @@ function addVerdict(v) {
   verdicts.set(v.draft_id, attempts);
   const row = el("tr");
   row.dataset.draft = v.draft_id;
-  row.append(el("td", new Date().toLocaleTimeString()), el("td", v.agent_id), el("td", v.run_id || "–"),
+  row.append(el("td", new Date(v.at || Date.now()).toLocaleTimeString()), el("td", v.agent_id), el("td", v.run_id || "–"),
     el("td", v.decision, v.decision), el("td", v.outcome), el("td", v.attempt), scoreCell(v.scores),
     el("td", (v.text || "").slice(0, 90)));
-  row.addEventListener("click", () => showVerdict(v.draft_id));
+  row.addEventListener("click", () => go(liveHash(v.draft_id)));
   $("live-table").querySelector("tbody").prepend(row);
 }
 
@@ -107,7 +143,6 @@ async function showVerdict(draftId) {
 
 // -- agents -------------------------------------------------------------------------------------------
 async function loadAgents() {
-  if (source) { source.close(); source = null; }
   const body = $("agents-table").querySelector("tbody");
   const { agents } = await api("/api/agents?limit=200");
   body.replaceChildren();
@@ -119,7 +154,7 @@ async function loadAgents() {
     row.append(el("td", a.agent_id), el("td", a.drafts), el("td", a.attempts),
       el("td", rate === null ? "–" : `${(100 * rate).toFixed(1)}%`), el("td", a.forced_through), el("td", a.rejected),
       el("td", when(a.last_verdict)));
-    row.addEventListener("click", () => showAgent(a.agent_id));
+    row.addEventListener("click", () => go(`#/agents/${encodeURIComponent(a.agent_id)}`));
     body.append(row);
   }
   status(`${agents.length} agents`);
@@ -131,6 +166,7 @@ async function showAgent(agent) {
   $("agent-title").textContent = agent;
   const data = await api(`/api/agents/${encodeURIComponent(agent)}/scores?limit=200`);
   const runs = data.runs.slice().reverse();
+  $("agent-chart-command").textContent = `drift eval request ${agent} --wait`;
   $("agent-chart-empty").classList.toggle("hidden", runs.length > 0);
   $("agent-chart").replaceChildren(runs.length ? chart(runs, data.baseline) : "");
 }
@@ -166,8 +202,8 @@ function chart(runs, baseline) {
 }
 
 // -- runs ---------------------------------------------------------------------------------------------
+let formatRuns = new Map(); // run_id -> the run as listed
 async function loadRuns() {
-  if (source) { source.close(); source = null; }
   const [evals, formats, experiments] = await Promise.all([api("/api/runs/evaluations?limit=100"),
     api("/api/runs/formats?limit=100"), api("/api/runs/experiments?limit=100")]);
   const expBody = $("experiments").querySelector("tbody");
@@ -200,21 +236,24 @@ async function loadRuns() {
   formatBody.replaceChildren();
   $("formats-empty").classList.toggle("hidden", formats.runs.length > 0);
   $("format-runs").classList.toggle("hidden", formats.runs.length === 0);
+  formatRuns = new Map(formats.runs.map((r) => [r.run_id, r]));
   for (const r of formats.runs) {
     const row = el("tr");
     row.append(el("td", when(r.created_at)), el("td", r.format), el("td", r.source), el("td", r.target),
       el("td", r.judge), el("td", r.status), el("td", JSON.stringify(r.summary).slice(0, 160)));
-    row.addEventListener("click", () => showFormatRun(r));
+    row.addEventListener("click", () => go(`#/runs/format/${encodeURIComponent(r.run_id)}`));
     formatBody.append(row);
   }
   status(`${evals.runs.length} evaluation runs, ${experiments.experiments.length} experiments, ${formats.runs.length} format runs`);
 }
 
-async function showFormatRun(run) {
+async function showFormatRun(runId) {
   const panel = $("format-detail");
   panel.classList.remove("hidden");
-  panel.replaceChildren(el("h3", `${run.format} run ${run.run_id}`), el("pre", JSON.stringify(run.summary, null, 2)));
-  const { items } = await api(`/api/runs/formats/${encodeURIComponent(run.run_id)}/items?limit=200`);
+  const run = formatRuns.get(runId);  // an older run than the list shows: its items only
+  panel.replaceChildren(el("h3", run ? `${run.format} run ${runId}` : `run ${runId}`));
+  if (run) panel.append(el("pre", JSON.stringify(run.summary, null, 2)));
+  const { items } = await api(`/api/runs/formats/${encodeURIComponent(runId)}/items?limit=200`);
   const table = el("table", undefined, "grid");
   table.append(el("tr"));
   table.firstChild.append(el("th", "item"), el("th", "score"), el("th", "verdict"), el("th", "error"));
@@ -226,4 +265,4 @@ async function showFormatRun(run) {
   panel.append(table);
 }
 
-startLive();
+route();
