@@ -7,6 +7,7 @@
 - ``drift eval baseline``: write the golden baselines (``<baseline dir>/<agent_id>.json``) of ``--agents a,b``
   or ``--all``; a baseline made by another judge or on another conversation is only replaced with ``--force``;
 - ``drift eval calibrate``: agreement of the judge with human labels (Spearman rho, quadratic kappa).
+- ``drift eval request AGENT``: ask the running service for an evaluation now (:mod:`streams.cli.eval_request`).
 
 Input: ``--messages FILE.jsonl`` (see :mod:`engine.evaluation.messages`), ``--run-id ID`` / ``--since T``
 (the Postgres message store) or ``--synthetic N`` (an LLM writes N messages per agent from its persona).

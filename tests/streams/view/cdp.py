@@ -75,6 +75,12 @@ class Browser:
         await self.send("Page.navigate", url=url)
         await self.wait_for("document.readyState === 'complete'")
 
+    async def reload(self) -> None:
+        """Reload the page (as F5 does) and wait until the new document has loaded."""
+        await self.evaluate("window.beforeReload = true")
+        await self.send("Page.reload")
+        await self.wait_for("window.beforeReload === undefined && document.readyState === 'complete'")
+
     async def screenshot(self, path: Path) -> None:
         data = await self.send("Page.captureScreenshot", format="png")
         path.write_bytes(base64.b64decode(data["data"]))

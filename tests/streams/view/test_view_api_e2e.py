@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from aiokafka import AIOKafkaProducer
 
 from engine.formats.results import FormatRun, ItemResult
 from engine.settings import BUNDLED_PROPOSITIONS
@@ -18,7 +20,8 @@ from streams.store.formats import PostgresRunRecorder
 from streams.view.live import LiveVerdicts
 from streams.view.queries import ViewQueries
 from streams.view.server import build_app
-from streams.wire.payloads import CorrectionLog
+from streams.wire.kafka import create_topics
+from streams.wire.payloads import CorrectionLog, Verdict, encode
 from tests.stack import Stack
 
 pytestmark = pytest.mark.e2e
@@ -205,3 +208,33 @@ async def test_a_hundred_thousand_verdicts_come_back_a_page_at_a_time(stack: Sta
         assert next(a for a in agents if a["agent_id"] == agent)["attempts"] == 100_000
     finally:
         await client.close()
+
+
+async def test_a_page_opened_after_verdicts_starts_with_the_last_200_then_follows(stack: Stack) -> None:
+    """Issue 29: the view started after two sessions showed "Waiting for verdicts…"; it read from the end."""
+    settings = stack.settings(f"t{uuid.uuid4().hex[:8]}.")
+    await create_topics(settings, partitions=3)
+    topic, base = settings.topic("verdicts"), int(time.time() * 1000) - 600_000
+    producer = AIOKafkaProducer(bootstrap_servers=settings.broker)
+    await producer.start()
+
+    async def send(i: int) -> None:
+        verdict = Verdict(draft_id=f"d{i}", attempt=1, agent_id="a", decision="commit", outcome="passed", text="t")
+        await producer.send_and_wait(topic, encode(verdict), key=b"k", partition=i % 3, timestamp_ms=base + 10 * i)
+
+    live = LiveVerdicts(settings)
+    try:
+        for i in range(250):  # spread over the three partitions, in time order
+            await send(i)
+        await live.start()
+        await asyncio.wait_for(live.ready.wait(), 30)
+        stream = live.subscribe({})
+        first = [await asyncio.wait_for(anext(stream), 5) for _ in range(200)]
+        assert [v["draft_id"] for v in first] == [f"d{i}" for i in range(50, 250)]  # the newest 200, oldest first
+        assert first[0]["at"] == base + 500
+        await send(250)
+        assert (await asyncio.wait_for(anext(stream), 10))["draft_id"] == "d250"  # then what happens next
+        await stream.aclose()
+    finally:
+        await live.stop()
+        await producer.stop()

@@ -92,7 +92,8 @@ async def test_pages_render_and_a_live_verdict_appears_within_a_second(
                 assert await browser.wait_for(f"{appeared_ms} !== undefined", timeout_s=5)
                 elapsed = (await browser.evaluate(appeared_ms) - published_ms) / 1000
         assert elapsed < 1.0, f"the verdict took {elapsed:.2f} s to appear"
-        await browser.evaluate(f"showVerdict('{verdict.draft_id}')")
+        await browser.evaluate(f"document.querySelector('#live-table tr[data-draft=\"{verdict.draft_id}\"]').click()")
+        assert await browser.wait_for(f"location.hash === '#/live/draft/{verdict.draft_id}'")  # a row has an address
         assert await browser.wait_for("document.getElementById('verdict-detail').textContent.includes('attempt 1')")
         await browser.screenshot(tmp_path / "live.png")
 
@@ -108,7 +109,29 @@ async def test_pages_render_and_a_live_verdict_appears_within_a_second(
         assert await browser.evaluate("document.getElementById('eval-runs') !== null")
         await browser.screenshot(tmp_path / "runs.png")
         assert all((tmp_path / f"{name}.png").stat().st_size > 1000 for name in ("live", "agents", "runs"))
+        await _addresses_survive_a_reload(browser, verdict.draft_id, verdict.agent_id)
     finally:
         await browser.close()
         view.terminate()
         view.wait(timeout=20)
+
+
+async def _addresses_survive_a_reload(browser: Browser, draft_id: str, agent_id: str) -> None:
+    """A draft, an agent and a page each have an address that a reload (or the back button) brings back
+    (issue 29: the tabs had no URLs), and an agent without evaluation runs names the command that makes one."""
+    assert await browser.evaluate("location.hash") == "#/runs"
+    await browser.evaluate(f"location.hash = '#/live/draft/{draft_id}'")
+    await browser.reload()
+    assert await browser.wait_for("document.getElementById('verdict-detail').textContent.includes('attempt 1')")
+    assert await browser.evaluate("document.getElementById('tab-live').classList.contains('active')")
+    await browser.evaluate(f"location.hash = '#/agents/{agent_id}'")
+    await browser.reload()
+    assert await browser.wait_for(f"document.getElementById('agent-title').textContent === '{agent_id}'")
+    hint = "document.getElementById('agent-chart-command').textContent"
+    assert await browser.wait_for(f"{hint} === 'drift eval request {agent_id} --wait'")
+    assert await browser.evaluate("!document.getElementById('agent-chart-empty').classList.contains('hidden')")
+    await browser.evaluate("document.getElementById('tab-runs').click()")
+    assert await browser.wait_for("!document.getElementById('page-runs').classList.contains('hidden')")
+    await browser.evaluate("history.back()")
+    shown = "!document.getElementById('page-agents').classList.contains('hidden')"
+    assert await browser.wait_for(f"location.hash === '#/agents/{agent_id}' && {shown}")
