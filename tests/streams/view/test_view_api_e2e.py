@@ -234,7 +234,6 @@ async def test_a_page_opened_after_verdicts_starts_with_the_last_200_then_follow
         assert first[0]["at"] == base + 500
         await send(250)
         assert (await asyncio.wait_for(anext(stream), 10))["draft_id"] == "d250"  # then what happens next
-        await stream.aclose()
     finally:
         await live.stop()
         await producer.stop()
