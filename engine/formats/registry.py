@@ -31,6 +31,7 @@ KIND_PROVIDERS: tuple[str, ...] = (
     "engine.simulation.scenario:KIND",
     "engine.simulation.profiles:KIND",
     "engine.personas:FRAGMENT_KIND",
+    "engine.formats.agentv.kind:SIDECAR_KIND",
 )
 
 

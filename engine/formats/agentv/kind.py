@@ -1,8 +1,11 @@
-"""The AgentV eval file as a :class:`~engine.formats.registry.FileKind` (``drift validate``).
+"""The AgentV eval file and the sidecar of a JSONL dataset, each a :class:`~engine.formats.registry.FileKind`
+(``drift validate``).
 
-A YAML file with a case list is an eval file. A YAML file without one that sits beside a ``.jsonl`` of the same
-name is that dataset's *sidecar* (its defaults, :mod:`engine.formats.agentv.jsonl`) and is validated as one: only
-the problems located in the sidecar itself are reported (the dataset's own lines are the ``.jsonl``'s business).
+A YAML file with a case list is an eval file (kind ``agentv``). A YAML file without one that sits beside a
+``.jsonl`` of the same name is that dataset's *sidecar* (kind ``agentv-sidecar``: its defaults,
+:mod:`engine.formats.agentv.jsonl`), validated as one: only the problems located in the sidecar itself are
+reported (the dataset's own lines are the ``.jsonl``'s business). The sidecar kind is tried last, so a file of
+another kind that happens to sit beside a ``.jsonl`` keeps its kind.
 """
 
 from __future__ import annotations
@@ -24,15 +27,23 @@ def is_sidecar(document: Document) -> bool:
 
 
 def _validate(path: Path) -> list[FileIssue]:
-    document = read_yaml(path)
-    if not document.issues and is_sidecar(document):
-        return check_sidecar(document)[1]
     return load_eval_file(path)[1]
+
+
+def _validate_sidecar(path: Path) -> list[FileIssue]:
+    document = read_yaml(path)
+    return list(document.issues) or check_sidecar(document)[1]
 
 
 KIND = FileKind(
     "agentv",
-    "an AgentV eval file (evalcases / eval_cases, or 4.x tests), or the sidecar YAML of a .jsonl dataset",
-    lambda d: bool(top_keys(d) & CASE_LISTS) or is_sidecar(d),
+    "an AgentV eval file (evalcases / eval_cases, or 4.x tests)",
+    lambda d: bool(top_keys(d) & CASE_LISTS),
     _validate,
+)
+SIDECAR_KIND = FileKind(
+    "agentv-sidecar",
+    "the sidecar YAML of an AgentV .jsonl dataset (its defaults)",
+    is_sidecar,
+    _validate_sidecar,
 )

@@ -345,7 +345,7 @@ def test_a_sidecar_validates_as_the_sidecar_of_its_dataset(tmp_path: Path) -> No
     sidecar = tmp_path / "cases.yaml"
     sidecar.write_text("dataset: office\nexecution:\n  target: replay\n")
     result = validate_path(sidecar)
-    assert result.ok and result.kind is not None and result.kind.name == "agentv"
+    assert result.ok and result.kind is not None and result.kind.name == "agentv-sidecar"
     sidecar.write_text("dataset: office\nexecution:\n  target: replay\ntests: 3\nnonsense: 1\n")
     assert not validate_path(sidecar).ok  # a case list makes it an eval file again, a broken one
     sidecar.write_text("dataset: office\nnonsense: 1\n")
