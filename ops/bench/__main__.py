@@ -62,7 +62,7 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         lambda r: r["step_round_trip_p50_ms"] <= 50,
     ),
     "metareason_sample_10k_s": (
-        "MetaReason: sample and render 10,000 variants of seed 002's complete example (s, best of 5)",
+        "MetaReason: sample and render 10,000 variants of ops/bench/data/metareason-family.yaml (s, best of 5)",
         "< 1",
         lambda r: r["metareason_sample_10k_s"] < 1,
     ),
