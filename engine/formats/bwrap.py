@@ -6,8 +6,10 @@ terminal), death with its parent, and a mount namespace whose root is an empty t
 holding only:
 
 * the :class:`Runtime`'s paths, read-only, each at its own path (the interpreter's installation and the
-  system's shared libraries for Python code; all of ``/usr`` and a few files of ``/etc`` for a command);
-* the user file's folder, read-only, as the working directory;
+  system's shared libraries for Python code; all of ``/usr``, a few files of ``/etc`` and drift's Python with
+  its virtual environment for a command);
+* the user file's folder, read-only, as the working directory, and the folders of the files its command
+  names outside it (``../judges/x.ts``), read-only;
 * a private writable tmpfs at ``/tmp`` (also ``HOME``), a fresh ``/proc`` of its own PID namespace, a
   minimal ``/dev``.
 
@@ -77,9 +79,11 @@ def python_runtime() -> Runtime:
 
 
 def command_runtime() -> Runtime:
-    """For any command (AgentV code judges): all of ``/usr``, a few ``/etc`` files and drift's Python."""
-    paths = [Path("/usr"), *(Path(p) for p in ETC_FILES), _python_home()]
-    search = f"{_python_home() / 'bin'}:/usr/local/bin:/usr/bin:/bin"
+    """For any command (AgentV code judges): all of ``/usr``, a few ``/etc`` files and drift's Python with the
+    packages installed beside it (its virtual environment, read-only), first on ``PATH``."""
+    environment = Path(sys.prefix)
+    paths = [Path("/usr"), *(Path(p) for p in ETC_FILES), _python_home(), environment]
+    search = f"{environment / 'bin'}:{_python_home() / 'bin'}:/usr/local/bin:/usr/bin:/bin"
     return Runtime("command", _existing(paths), ("/bin", "/sbin", "/lib", "/lib64"), search)
 
 
@@ -96,10 +100,10 @@ def _mounts(paths: Iterable[Path]) -> list[Path]:
     return kept
 
 
-def _bind_words(paths: Iterable[Path], folder: Path | None) -> list[str]:
+def _bind_words(paths: Iterable[Path]) -> list[str]:
     words: list[str] = []
     made: set[Path] = set(_SPECIAL)
-    for path in sorted([*paths, *([folder] if folder is not None else [])], key=str):
+    for path in sorted(paths, key=str):
         for parent in reversed(path.parents):
             if parent != Path("/") and parent not in made:
                 words += ["--perms", "0755", "--dir", str(parent)]
@@ -138,17 +142,23 @@ def _identity(as_root: bool) -> tuple[list[str], list[str]]:
 
 
 def bwrap_argv(
-    binary: str, runtime: Runtime, *, folder: Path | None, tmp_mb: int, seccomp_fd: int, as_root: bool
+    binary: str,
+    runtime: Runtime,
+    *,
+    folder: Path | None,
+    also: Sequence[Path] = (),
+    tmp_mb: int,
+    seccomp_fd: int,
+    as_root: bool,
 ) -> list[str]:
-    """``bwrap …`` up to and including the words before the user's program."""
+    """``bwrap …`` up to and including the words before the user's program; ``folder`` is the working
+    directory, ``also`` more folders shown read-only."""
     namespaces, drop = _identity(as_root)
-    paths = [*runtime.paths, SETPRIV] if as_root else list(runtime.paths)
-    mounts = _mounts(paths)
-    covered = folder is None or folder == Path("/") or any(m == folder or m in folder.parents for m in mounts)
-    shown = None if covered else folder
+    user = [p for p in (folder, *also) if p is not None and p != Path("/")]
+    mounts = _mounts([*runtime.paths, *([SETPRIV] if as_root else []), *user])
     words = [binary, *namespaces, "--die-with-parent", "--new-session"]
     words += ["--perms", "1777", "--size", str(max(1, tmp_mb) * 1024 * 1024), "--tmpfs", TMP]
-    words += ["--proc", "/proc", "--dev", "/dev", *_link_words(runtime.links), *_bind_words(mounts, shown)]
+    words += ["--proc", "/proc", "--dev", "/dev", *_link_words(runtime.links), *_bind_words(mounts)]
     words += ["--remount-ro", "/", "--chdir", str(folder or TMP), "--clearenv"]
     for name, value in (("PATH", runtime.search_path), ("LANG", "C.UTF-8"), ("HOME", TMP), ("TMPDIR", TMP)):
         words += ["--setenv", name, value]

@@ -114,7 +114,7 @@ def _probe(bwrap: str, system_python: str) -> Probe:
         return Probe(None, reason)
     read = _loaded_pipe(program)
     try:
-        words = _words(binary, python_runtime(), None, Limits(), read)
+        words = _words(binary, python_runtime(), [None], Limits(), read)
         done = subprocess.run(  # noqa: S603
             [*words, str(interpreter()), "-I", "-S", "-c", "pass"],
             capture_output=True,
@@ -139,9 +139,22 @@ def _loaded_pipe(program: bytes) -> int:
     return read
 
 
-def _words(binary: str, runtime: Runtime, folder: Path | None, limits: Limits, fd: int) -> list[str]:
+def _words(binary: str, runtime: Runtime, folders: Sequence[Path | None], limits: Limits, fd: int) -> list[str]:
+    folder, also = folders[0], [f for f in folders[1:] if f is not None]
     root = os.geteuid() == 0
-    return bwrap_argv(binary, runtime, folder=folder, tmp_mb=limits.file_mb * 4, seccomp_fd=fd, as_root=root)
+    return bwrap_argv(binary, runtime, folder=folder, also=also, tmp_mb=limits.file_mb * 4, seccomp_fd=fd, as_root=root)
+
+
+def closed_folder(folders: Sequence[Path | None]) -> str | None:
+    """As root the sandbox's user is a stranger: a folder it must see needs the others' search bit."""
+    for folder in folders:
+        if folder is not None and os.geteuid() == 0 and not folder.stat().st_mode & 0o001:
+            mode = oct(folder.stat().st_mode & 0o777)[2:]
+            return (
+                f"{folder} is closed to other users (mode {mode}) and the sandbox runs code as an unprivileged "
+                "user of its own: open it (chmod o+rx) and make the files the code reads readable (o+r)"
+            )
+    return None
 
 
 async def run_user_code(
@@ -152,18 +165,23 @@ async def run_user_code(
     runtime: Runtime,
     folder: Path | None,
     limits: Limits,
+    also: Sequence[Path] = (),
     what: str = "this file",
 ) -> SandboxResult:
-    """Run ``argv`` (code from a file) in the sandbox; unsandboxed only by the operator's choice."""
+    """Run ``argv`` (code from a file) in the sandbox, in ``folder`` (read-only, like the folders ``also``);
+    unsandboxed only by the operator's choice."""
     probe = sandbox.probe()
     if probe.program is None:
         if not sandbox.allow_unsandboxed:
             return SandboxResult(None, b"", b"", error=sandbox.refusal(what))
         return await run_limited(argv, stdin, cwd=folder, limits=limits)
+    closed = closed_folder([folder, *also])
+    if closed is not None:
+        return SandboxResult(None, b"", b"", error=closed)
     binary = shutil.which(sandbox.bwrap) or sandbox.bwrap
     read = _loaded_pipe(probe.program)
     try:
-        words = _words(binary, runtime, folder, limits, read)
+        words = _words(binary, runtime, [folder, *also], limits, read)
         launch = Launch(prefix=tuple(words), pass_fds=(read,), signal_as_exit=True)
         done = await run_limited(argv, stdin, limits=limits, launch=launch)
     finally:

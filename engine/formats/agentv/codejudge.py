@@ -22,8 +22,9 @@ passes (1.0), and one that exits non-zero scores 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -82,6 +83,19 @@ def payload(case: EvalCase, spec: EvaluatorSpec, observed: Observed) -> bytes:
     return orjson.dumps(body, default=str)
 
 
+def named_folders(argv: Sequence[str], folder: Path) -> tuple[Path, ...]:
+    """The folders of the files a judge's command names outside its eval file's folder (``../judges/x.ts``):
+    the sandbox shows them too, read-only, as upstream's layouts keep judges beside the evals folder."""
+    found: list[Path] = []
+    for word in argv:
+        candidate = Path(word) if Path(word).is_absolute() else folder / word
+        if "/" in word and candidate.is_file():
+            parent = candidate.resolve().parent
+            if parent != folder and folder not in parent.parents and parent not in found:
+                found.append(parent)
+    return tuple(found)
+
+
 def runs_code(specs: Iterable[EvaluatorSpec]) -> bool:
     """True when any evaluator (composites' children and aggregators included) is a code judge."""
     for spec in specs:
@@ -101,7 +115,7 @@ async def run_code_judge(
     folder = case.source.resolve().parent
     outcome = await run_user_code(
         list(spec.argv), payload(case, spec, observed), sandbox=sandbox, runtime=command_runtime(),
-        folder=folder, limits=limits, what=str(case.source),
+        folder=folder, also=named_folders(spec.argv, folder), limits=limits, what=str(case.source),
     )  # fmt: skip
     stdout = outcome.stdout.decode("utf-8", errors="replace").strip()
     if outcome.timed_out or (outcome.error and outcome.returncode is None):

@@ -16,6 +16,7 @@ from engine.models import TokenUsage
 
 
 def judge_case(tmp_path: Path, body: str, dialect: Dialect = "seed") -> tuple[EvalCase, EvaluatorSpec]:
+    tmp_path.chmod(0o755)  # the sandbox's user is a stranger: pytest's folders are closed to others
     (tmp_path / "judge.py").write_text(body)
     evaluated = EvalCase(
         "c1",
