@@ -71,14 +71,11 @@ def run_command(
     allow_unsandboxed_code: UnsandboxedOpt = False,
 ) -> None:
     """Run eval cases against a target and score them."""
-    from engine.formats.agentv.runner import RunOptions
-    from engine.formats.usercode import CodeSandbox
-
     if output_format not in {"table", "json", "junit"}:
         typer.echo("drift: --format must be table, json or junit", err=True)
         raise typer.Exit(2)
     settings = settings_from(database=database)
-    options = RunOptions(workers, case_timeout, CodeSandbox(allow_unsandboxed=allow_unsandboxed_code))
+    options = _run_options(workers, case_timeout, allow_unsandboxed_code)
     batches = run(_run_files(files, target, judge, eval_id, options, settings, actor))
     outcomes = [o for done, _ in batches for o in done]
     runs = [format_run for _, format_run in batches]
@@ -89,6 +86,13 @@ def run_command(
     failed_case = any(o.verdict == "fail" or o.error for o in outcomes)
     if (threshold is not None and summary["mean"] < threshold) or (failed_case and not allow_failures):
         raise typer.Exit(1)
+
+
+def _run_options(workers: int, case_timeout: float, allow_unsandboxed_code: bool) -> Any:
+    from engine.formats.agentv.runner import RunOptions
+    from engine.formats.usercode import CodeSandbox
+
+    return RunOptions(workers, case_timeout, CodeSandbox(allow_unsandboxed=allow_unsandboxed_code))
 
 
 async def _run_files(

@@ -142,8 +142,8 @@ async def test_code_cannot_read_the_workers_environment_through_proc() -> None:
     )
     out, _ = await asyncio.wait_for(process.communicate(), timeout=60)
     assert "sk-parent-secret" not in out.decode()
-    # In a PID namespace of its own (where unshare works) the parent it sees is the namespace's shell, not the
-    # worker; either way the audit hook refuses the open before anything is read.
+    # In the sandbox's PID namespace the parent it sees is bubblewrap's init, not the worker; either way the audit
+    # hook (the second layer) refuses the open before anything is read.
     error = json.loads(out)["error"]
     assert error.startswith("PermissionError: code nodes may not open files (/proc/")
     assert error.endswith("/environ) (code line 3)")
