@@ -4,7 +4,7 @@ The worker never executes user code itself. :func:`run_code` starts :mod:`.coder
 through :func:`engine.formats.usercode.run_user_code` — bubblewrap with the Python runtime only (the
 interpreter's installation and the system's shared libraries), the scorecard's folder read-only, a private
 ``/tmp``, no network, another user without capabilities, a seccomp filter, CPU / memory / wall-clock limits —
-sends the request (the code included) as JSON on stdin and reads one JSON answer. Whatever the code does —
+sends the request (the code included) on stdin and reads one JSON answer. Whatever the code does —
 loop, allocate, raise, reach for the network, the environment or the files around it — the caller gets a
 :class:`CodeNodeError` with a one-line reason, and the run goes on. Where the sandbox cannot be had, the code
 does not run (the reason is the error) unless the run allowed unsandboxed code.
@@ -13,6 +13,7 @@ does not run (the reason is the error) unless the run allowed unsandboxed code.
 from __future__ import annotations
 
 import json
+import marshal
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -77,6 +78,7 @@ async def run_code(
 
 
 def _payload(request: CodeRequest, folder: Path | None) -> bytes:
+    """The request as ``marshal`` (the runner decodes it without importing anything), of JSON's plain values."""
     fields = {
         "kind": request.kind,
         "code": request.code,
@@ -87,4 +89,4 @@ def _payload(request: CodeRequest, folder: Path | None) -> bytes:
         "metadata": request.metadata,
         "state": request.state,
     }
-    return json.dumps(fields, default=str).encode()
+    return marshal.dumps(json.loads(json.dumps(fields, default=str)))
