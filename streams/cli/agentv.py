@@ -80,7 +80,8 @@ def run_command(
     outcomes = [o for done, _ in batches for o in done]
     runs = [format_run for _, format_run in batches]
     _write_outputs(batches, out)
-    summary = _emit(outcomes, runs, output_format, options.sandbox.label)
+    label = options.sandbox.label
+    summary = _emit(outcomes, runs, output_format, label if label and any(label in r.judge for r in runs) else None)
     if settings.database_url:
         run(_record(settings.database_url, runs))
     failed_case = any(o.verdict == "fail" or o.error for o in outcomes)
@@ -111,13 +112,11 @@ async def _run_files(
     from engine.formats.agentv.runner import run_cases
 
     loaded = _load(files)
-    for eval_file in loaded:
-        if runs_code(e for c in eval_file.cases for e in c.evaluators):
-            options.sandbox.require(str(eval_file.path))
+    coded = {f.path for f in loaded if runs_code(e for c in f.cases for e in c.evaluators)}
+    for path in coded:
+        options.sandbox.require(str(path))
     judge = _judge(judge_spec, settings, loaded)
     judge_name = judge.name if judge is not None else "none"
-    if options.sandbox.label:
-        judge_name = f"{judge_name}; {options.sandbox.label}"
     batches: list[tuple[list[Any], Any]] = []
     for eval_file in loaded:
         cases = [c for c in eval_file.cases if not ids or any(fnmatch.fnmatchcase(c.id, p) for p in ids)]
@@ -126,7 +125,9 @@ async def _run_files(
         target = _target(spec or eval_file.target, eval_file.path, settings, actor)
         done = await run_cases(cases, target, judge, options)
         stats = summary.summarise(done)
-        batches.append((done, records.format_run(str(eval_file.path), target.name, judge_name, done, stats)))
+        mark = options.sandbox.label if eval_file.path in coded else None  # only where code ran unsandboxed
+        name = f"{judge_name}; {mark}" if mark else judge_name
+        batches.append((done, records.format_run(str(eval_file.path), target.name, name, done, stats)))
     if not batches:
         raise ConfigurationError("no cases to run" + (f" matching --eval-id {', '.join(ids)}" if ids else ""))
     return batches

@@ -46,6 +46,8 @@ def node_context(
     here, in one line, when the sandbox cannot be had and the run did not allow unsandboxed code."""
     if has_code(card.all_scores()):
         sandbox.require(f"{source or 'this scorecard'}")
+    else:
+        sandbox = STRICT  # no code runs: nothing to mark as unsandboxed
     folder = source.resolve().parent if source is not None else None
     return replace(_models(card, spec, settings, cwd=cwd), sandbox=sandbox, code_folder=folder)
 

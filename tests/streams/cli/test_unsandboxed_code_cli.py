@@ -92,3 +92,15 @@ def test_agentv_run_outputs_carry_the_mark(tmp_path: Path) -> None:
     code, out = invoke(*AGENTV_RUN, FLAG, "--format", "junit")
     [mark] = ET.fromstring(out).iter("property")
     assert (mark.get("name"), mark.get("value")) == ("user_code", LABEL)
+
+
+@pytest.mark.usefixtures("no_sandbox")
+def test_a_scorecard_without_code_runs_and_is_not_marked(tmp_path: Path) -> None:
+    card = tmp_path / "plain.yaml"
+    card.write_text(
+        "name: Plain\nkey: plain\nclass: LangGraphScore\ngraph:\n  - name: ask\n    class: Classifier\n"
+        "    valid_classes: ['Yes', 'No']\n    system_message: Judge.\n    user_message: '{{text}}'\n"
+    )
+    code, out = invoke("plexus", "predict", str(card), "--text", "hi", "--model", RULES)
+    assert code == 0, out
+    assert out.splitlines()[0] == "model: scripted:rules.yaml"
