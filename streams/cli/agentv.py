@@ -80,13 +80,18 @@ def run_command(
     outcomes = [o for done, _ in batches for o in done]
     runs = [format_run for _, format_run in batches]
     _write_outputs(batches, out)
-    label = options.sandbox.label
-    summary = _emit(outcomes, runs, output_format, label if label and any(label in r.judge for r in runs) else None)
+    summary = _emit(outcomes, runs, output_format, _unsandboxed_mark(options, runs))
     if settings.database_url:
         run(_record(settings.database_url, runs))
     failed_case = any(o.verdict == "fail" or o.error for o in outcomes)
     if (threshold is not None and summary["mean"] < threshold) or (failed_case and not allow_failures):
         raise typer.Exit(1)
+
+
+def _unsandboxed_mark(options: Any, runs: list[Any]) -> str | None:
+    """The unsandboxed-code mark when any file's code judges ran without the sandbox (their judge carries it)."""
+    label: str | None = options.sandbox.label
+    return label if label and any(label in r.judge for r in runs) else None
 
 
 def _run_options(workers: int, case_timeout: float, allow_unsandboxed_code: bool) -> Any:
