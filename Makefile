@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench schemas parity-agentv clean chaos
+.PHONY: demo test lint typecheck unit bench schemas parity-agentv clean chaos sandbox-tools
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,9 +19,23 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.embedded
 	$(BIN)/drift demo
 
+# User code (Plexus code nodes, AgentV code judges) runs only in the sandbox of docs/formats/sandbox.md: Debian's
+# bubblewrap and libseccomp's Python binding. Installed here when missing, as root with apt-get; otherwise one line
+# says what is missing and the run goes on (drift then refuses such code, and the sandbox tests fail saying why).
+SANDBOX_PACKAGES := bubblewrap python3-seccomp
+sandbox-tools:
+	@if command -v bwrap >/dev/null 2>&1 && /usr/bin/python3 -c 'import seccomp' >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "make: installing the user-code sandbox ($(SANDBOX_PACKAGES)) with apt-get"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    $(SANDBOX_PACKAGES) >/dev/null) || echo "make: apt-get could not install $(SANDBOX_PACKAGES)" >&2; \
+	else \
+	  echo "make: the user-code sandbox is missing (install $(SANDBOX_PACKAGES) as root): code nodes and code judges will be refused, their sandbox tests fail" >&2; \
+	fi
+
 # -n auto: one pytest worker per core, each with its own embedded broker and database (tests/conftest.py);
 # --dist loadfile keeps a file's tests (and its module-scoped workers) on one of them.
-test: $(VENV)/.dev lint typecheck
+test: $(VENV)/.dev sandbox-tools lint typecheck
 	$(BIN)/pytest -q -n auto --dist loadfile --durations=15
 
 lint: $(VENV)/.dev
@@ -31,10 +45,10 @@ lint: $(VENV)/.dev
 typecheck: $(VENV)/.dev
 	$(BIN)/mypy
 
-unit: $(VENV)/.dev
+unit: $(VENV)/.dev sandbox-tools
 	$(BIN)/pytest -q -m "not e2e"
 
-bench: $(VENV)/.dev
+bench: $(VENV)/.dev sandbox-tools
 	$(BIN)/python -m ops.bench
 
 schemas: $(VENV)/.dev
@@ -42,7 +56,7 @@ schemas: $(VENV)/.dev
 
 # Not part of `make test`: installs agentv@4.42.4 from the npm registry into ~/.cache/persona-drift/agentv and
 # compares its scores with drift's on ops/parity/agentv/ (docs/formats/agentv.md).
-parity-agentv: $(VENV)/.dev
+parity-agentv: $(VENV)/.dev sandbox-tools
 	$(BIN)/python -m ops.parity.agentv
 
 clean:

@@ -6,8 +6,11 @@ agents, and here:
 
 * :mod:`engine.formats.targets` — who answers an item (``actor:AGENT_ID``, ``command:CMD``,
   ``recorded:FILE.jsonl``), with a cache so the same prompt is never paid for twice;
-* :mod:`engine.formats.sandbox` — running user code (Plexus code nodes, AgentV code judges) out of process with
-  CPU, memory, wall-clock limits, an empty environment and no network where the platform allows it;
+* :mod:`engine.formats.sandbox` — running a program out of process with CPU, memory, wall-clock limits and an
+  empty environment (targets use it as it is);
+* :mod:`engine.formats.usercode` — code named in a file (Plexus code nodes, AgentV code judges) in one sandbox:
+  bubblewrap (:mod:`engine.formats.bwrap`) with a libseccomp filter (:mod:`engine.formats.seccomp_filter`) on
+  top of those limits, or not at all (docs/formats/sandbox.md);
 * :mod:`engine.formats.results` — one result model for every format's run, stored the same way;
 * :mod:`engine.formats.registry` — which YAML kind a file is, so ``drift validate PATH…`` checks any of them.
 

@@ -28,7 +28,7 @@ import orjson
 
 from engine.actors.base import Actor, ActRequest
 from engine.errors import ConfigurationError, DriftError
-from engine.formats.sandbox import Limits, run_sandboxed
+from engine.formats.sandbox import Limits, run_limited
 from engine.llm.base import ChatMessage, CompletionRequest, TextModel
 from engine.models import ZERO_USAGE, Persona, TokenUsage
 
@@ -154,7 +154,7 @@ class CommandTarget:
             raise ConfigurationError("command target: the command is empty")
         self._command = command
         self._cwd = cwd
-        self._limits = limits or Limits(wall_s=60.0, cpu_s=60, memory_mb=2048, network=True)
+        self._limits = limits or Limits(wall_s=60.0, cpu_s=60, memory_mb=2048)
 
     @property
     def name(self) -> str:
@@ -162,7 +162,7 @@ class CommandTarget:
 
     async def answer(self, request: TargetRequest) -> TargetAnswer:
         started = time.perf_counter()
-        result = await run_sandboxed(self._argv, request.as_json(), cwd=self._cwd, limits=self._limits)
+        result = await run_limited(self._argv, request.as_json(), cwd=self._cwd, limits=self._limits)
         if not result.ok:
             detail = result.error or f"exit code {result.returncode}: {result.stderr.decode(errors='replace')[-300:]}"
             raise TargetError(f"{self.name}: item {request.item_id!r}: {detail.strip()}")

@@ -77,11 +77,16 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         lambda r: r["plexus_routing_per_node_ms"] <= 1,
     ),
     "plexus_code_node_p50_ms": (
-        "Plexus code node round trip through the sandbox, p50 of 40",
+        "Plexus code node round trip through the user-code sandbox, p50 of 40",
         "≤ 50",
         lambda r: r["plexus_code_node_p50_ms"] <= 50,
     ),
-    "plexus_sandbox_floor_p50_ms": ("the sandbox starting `python -I -S -c pass`, interleaved", "—", None),
+    "plexus_sandbox_floor_p50_ms": (
+        "the user-code sandbox (bubblewrap + seccomp) starting `python -I -S -c pass`, interleaved",
+        "—",
+        None,
+    ),
+    "plexus_limits_only_floor_p50_ms": ("the same start with the rlimits only, interleaved", "—", None),
     "agentv_overhead_ms_per_case": (
         "AgentV runner cost per case, instant target and judge, 4 evaluators, records + summary",
         "≤ 5",

@@ -17,6 +17,7 @@ Exit 0 when everything matches, 1 on a difference, 2 when the CLI cannot be inst
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import shutil
@@ -30,7 +31,6 @@ from engine.formats.agentv.loader import load_eval_file
 from engine.formats.agentv.records import index_record
 from engine.formats.agentv.runner import CaseOutcome, RunOptions, run_cases
 from engine.formats.agentv.targets import load_named_target
-from engine.formats.sandbox import network_isolation_available
 from engine.judges.scripted import ScriptedJudge
 
 VERSION = "4.42.4"
@@ -56,6 +56,16 @@ def ensure_cli(cache: Path) -> Path:
     command = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache), f"agentv@{VERSION}"]
     subprocess.run(command, check=True, timeout=600)
     return binary
+
+
+@functools.cache
+def network_isolation_available() -> bool:
+    """True when ``unshare --net`` works here (as root, or where unprivileged user namespaces are allowed)."""
+    try:
+        done = subprocess.run(["unshare", "--net", "--", "true"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 def offline_env() -> dict[str, str]:

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from streams.cli.common import DatabaseOpt, JudgeOpt, run, settings_from
+from streams.cli.common import DatabaseOpt, JudgeOpt, UnsandboxedOpt, run, settings_from
 
 app = typer.Typer(help="AgentV eval cases: validate, run against a target, compare result files.")
 
@@ -100,17 +100,19 @@ def run_command(
     ] = False,
     output_format: FormatOpt = "table",
     database: DatabaseOpt = None,
+    allow_unsandboxed_code: UnsandboxedOpt = False,
 ) -> None:
     """Run eval cases against a target and score them."""
     if output_format not in {"table", "json", "junit"}:
         typer.echo("drift: --format must be table, json or junit", err=True)
         raise typer.Exit(2)
     settings = settings_from(database=database)
-    batches = run(_run_files(files, target, judge, eval_id, workers, case_timeout, settings, actor))
+    options = _run_options(workers, case_timeout, allow_unsandboxed_code)
+    batches = run(_run_files(files, target, judge, eval_id, options, settings, actor))
     outcomes = [o for done, _ in batches for o in done]
     runs = [format_run for _, format_run in batches]
     _write_outputs(batches, out)
-    summary = _emit(outcomes, runs, output_format)
+    summary = _emit(outcomes, runs, output_format, _unsandboxed_mark(options, runs))
     if settings.database_url:
         run(_record(settings.database_url, runs))
     failed_case = any(o.verdict == "fail" or o.error for o in outcomes)
@@ -118,32 +120,50 @@ def run_command(
         raise typer.Exit(1)
 
 
+def _unsandboxed_mark(options: Any, runs: list[Any]) -> str | None:
+    """The unsandboxed-code mark when any file's code judges ran without the sandbox (their judge carries it)."""
+    label: str | None = options.sandbox.label
+    return label if label and any(label in r.judge for r in runs) else None
+
+
+def _run_options(workers: int, case_timeout: float, allow_unsandboxed_code: bool) -> Any:
+    from engine.formats.agentv.runner import RunOptions
+    from engine.formats.usercode import CodeSandbox
+
+    return RunOptions(workers, case_timeout, CodeSandbox(allow_unsandboxed=allow_unsandboxed_code))
+
+
 async def _run_files(
     files: list[Path],
     spec: str | None,
     judge_spec: str | None,
     ids: list[str] | None,
-    workers: int,
-    timeout: float,
+    options: Any,
     settings: Any,
     actor: str | None,
 ) -> list[tuple[list[Any], Any]]:
-    """Per file with matching cases: its outcomes and its FormatRun."""
+    """Per file with matching cases: its outcomes and its FormatRun (whose judge names unsandboxed code)."""
     from engine.errors import ConfigurationError
     from engine.formats.agentv import records, summary
-    from engine.formats.agentv.runner import RunOptions, run_cases
+    from engine.formats.agentv.codejudge import runs_code
+    from engine.formats.agentv.runner import run_cases
 
     loaded = _load(files)
+    coded = {f.path for f in loaded if runs_code(e for c in f.cases for e in c.evaluators)}
+    for path in coded:
+        options.sandbox.require(str(path))
     judge = _judge(judge_spec, settings, loaded)
     judge_name = judge.name if judge is not None else "none"
     batches: list[tuple[list[Any], Any]] = []
     for eval_file in loaded:
         cases = [c for c in eval_file.cases if not ids or any(fnmatch.fnmatchcase(c.id, p) for p in ids)]
+        mark = options.sandbox.label if eval_file.path in coded else None  # only where code ran unsandboxed
+        name = f"{judge_name}; {mark}" if mark else judge_name
         for target_spec, group in _by_target(cases, spec, eval_file.target).items():
             target = _target(target_spec, eval_file.path, settings, actor)
-            done = await run_cases(group, target, judge, RunOptions(workers, timeout))
+            done = await run_cases(group, target, judge, options)
             stats = summary.summarise(done)
-            batches.append((done, records.format_run(str(eval_file.path), target.name, judge_name, done, stats)))
+            batches.append((done, records.format_run(str(eval_file.path), target.name, name, done, stats)))
     if not batches:
         raise ConfigurationError("no cases to run" + (f" matching --eval-id {', '.join(ids)}" if ids else ""))
     return batches
@@ -210,7 +230,7 @@ def _write_outputs(batches: list[tuple[list[Any], Any]], out: Path | None) -> No
     index.write_bytes(b"\n".join(orjson.dumps(records.index_record(o)) for done, _ in batches for o in done) + b"\n")
 
 
-def _emit(outcomes: list[Any], runs: list[Any], output_format: str) -> dict[str, Any]:
+def _emit(outcomes: list[Any], runs: list[Any], output_format: str, label: str | None) -> dict[str, Any]:
     from engine.formats.agentv import summary
 
     overall = summary.summarise(outcomes)
@@ -218,7 +238,7 @@ def _emit(outcomes: list[Any], runs: list[Any], output_format: str) -> dict[str,
         body = {"summary": overall, "runs": [r.model_dump(mode="json") for r in runs]}
         typer.echo(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode())
     elif output_format == "junit":
-        typer.echo(summary.junit(outcomes, "agentv"))
+        typer.echo(summary.junit(outcomes, "agentv", note=label))
     else:
         typer.echo(summary.table(outcomes, overall))
         for format_run in runs:

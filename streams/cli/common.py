@@ -25,6 +25,14 @@ DatabaseOpt = Annotated[
 PrefixOpt = Annotated[
     str | None, typer.Option("--prefix", help="Topic prefix (env DRIFT_TOPIC_PREFIX; default 'drift.').")
 ]
+UnsandboxedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unsandboxed-code",
+        help="Where the user-code sandbox (bubblewrap + seccomp) cannot be had, run code nodes / code judges "
+        "without it instead of refusing; every output of the run says so (docs/formats/sandbox.md).",
+    ),
+]
 JudgeOpt = Annotated[
     str | None,
     typer.Option(

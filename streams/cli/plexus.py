@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from engine.errors import ConfigurationError
-from streams.cli.common import DatabaseOpt, run, settings_from
+from streams.cli.common import DatabaseOpt, UnsandboxedOpt, run, settings_from
 
 if TYPE_CHECKING:
     from engine.formats.plexus.graph import ScoreResult
@@ -133,16 +133,19 @@ def predict(
     model: ModelOpt = None,
     output_format: Annotated[PredictFormat, typer.Option("--format", help="text or json.")] = PredictFormat.TEXT,
     timeout: TimeoutOpt = 120.0,
+    allow_unsandboxed_code: UnsandboxedOpt = False,
 ) -> None:
     """Score one item: each score's value, explanation and the nodes it went through."""
     from engine.formats.plexus.graph import Item
     from engine.formats.plexus.loader import load_runnable
     from engine.formats.plexus.scorecard import run_scorecard
     from engine.formats.plexus.textmodels import node_context
+    from engine.formats.usercode import CodeSandbox
 
     card = load_runnable(scorecard, score)
     body, item_metadata = _item(text, item, metadata)
-    ctx = node_context(card, model, settings_from(), cwd=Path.cwd())
+    sandbox = CodeSandbox(allow_unsandboxed=allow_unsandboxed_code)
+    ctx = node_context(card, model, settings_from(), cwd=Path.cwd(), source=scorecard, sandbox=sandbox)
     results = run(run_scorecard(card, Item(body, item_metadata), ctx, only=score, timeout_s=timeout))
     if output_format is PredictFormat.JSON:
         payload = {"model": ctx.label, "scores": {name: r.as_json() for name, r in results.items()}}
@@ -176,6 +179,7 @@ def evaluate(
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Items scored at once.")] = 4,
     timeout: TimeoutOpt = 120.0,
     database: DatabaseOpt = None,
+    allow_unsandboxed_code: UnsandboxedOpt = False,
 ) -> None:
     """Agreement of a scorecard with human labels (accuracy, precision/recall, Gwet's AC1, confusion matrix)."""
     from engine.formats.plexus.dataset import read_dataset
@@ -183,12 +187,14 @@ def evaluate(
     from engine.formats.plexus.evaluate import evaluate as run_evaluation
     from engine.formats.plexus.loader import load_runnable
     from engine.formats.plexus.textmodels import node_context
+    from engine.formats.usercode import CodeSandbox
     from streams.cli.eval_input import progress_bar
 
     card = load_runnable(scorecard, score)
     rows = read_dataset(dataset)
     settings = settings_from(database=database)
-    ctx = node_context(card, model, settings, cwd=Path.cwd())
+    sandbox = CodeSandbox(allow_unsandboxed=allow_unsandboxed_code)
+    ctx = node_context(card, model, settings, cwd=Path.cwd(), source=scorecard, sandbox=sandbox)
     names = (score,) if score else tuple(s.name for s in card.all_scores())
     options = EvaluationOptions(names, positive, concurrency, timeout)
     with progress_bar(len(rows), "items") as advance:

@@ -1,8 +1,10 @@
 """Code judges (seed ``code_judge``, 4.x ``code-grader``): user programs scoring an answer, run sandboxed.
 
-The program runs through :func:`engine.formats.sandbox.run_sandboxed` (empty environment, rlimits, no network,
-a wall-clock timeout) in the eval file's directory. Its stdin is one snake_case JSON object carrying **both**
-contracts, so judges of either era work:
+The program — any command — runs through :func:`engine.formats.usercode.run_user_code` with the command runtime
+(all of ``/usr``, a few ``/etc`` files, drift's Python first on ``PATH``; not ``/home``, ``/root``, ``/var``,
+``/opt`` nor the project), the eval file's folder read-only as its working directory, a private ``/tmp``, no
+network, another user without capabilities, a seccomp filter, rlimits and a wall-clock timeout. Its stdin is
+one snake_case JSON object carrying **both** contracts, so judges of either era work:
 
 * seed era: ``question``, ``expected_outcome``, ``expected_messages``, ``reference_answer``,
   ``candidate_answer``, ``output_messages``, ``input_messages``, ``config``;
@@ -20,18 +22,22 @@ passes (1.0), and one that exits non-zero scores 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from engine.formats.agentv.model import EvalCase, EvaluatorSpec
 from engine.formats.agentv.scoring import EvaluatorResult, clamp, failed, result
-from engine.formats.sandbox import Limits, run_sandboxed
+from engine.formats.bwrap import command_runtime
+from engine.formats.sandbox import Limits
 from engine.formats.targets import TargetAnswer
+from engine.formats.usercode import STRICT, CodeSandbox, run_user_code
 
 DEFAULT_TIMEOUT_S = 60.0
+CODE_AGGREGATORS = frozenset({"code_judge", "code-judge", "code-grader"})
 _SPEC_KEYS = {"name", "type", "weight", "script", "command", "path", "timeout_seconds", "cwd"}
 
 
@@ -77,12 +83,40 @@ def payload(case: EvalCase, spec: EvaluatorSpec, observed: Observed) -> bytes:
     return orjson.dumps(body, default=str)
 
 
-async def run_code_judge(case: EvalCase, spec: EvaluatorSpec, observed: Observed) -> EvaluatorResult:
+def named_folders(argv: Sequence[str], folder: Path) -> tuple[Path, ...]:
+    """The folders of the files a judge's command names outside its eval file's folder (``../judges/x.ts``):
+    the sandbox shows them too, read-only, as upstream's layouts keep judges beside the evals folder."""
+    found: list[Path] = []
+    for word in argv:
+        candidate = Path(word) if Path(word).is_absolute() else folder / word
+        if "/" in word and candidate.is_file():
+            parent = candidate.resolve().parent
+            if parent != folder and folder not in parent.parents and parent not in found:
+                found.append(parent)
+    return tuple(found)
+
+
+def runs_code(specs: Iterable[EvaluatorSpec]) -> bool:
+    """True when any evaluator (composites' children and aggregators included) is a code judge."""
+    for spec in specs:
+        aggregator = spec.config.get("aggregator")
+        kind = aggregator.get("type") if isinstance(aggregator, Mapping) else None
+        if spec.type == "code_judge" or kind in CODE_AGGREGATORS or runs_code(spec.children):
+            return True
+    return False
+
+
+async def run_code_judge(
+    case: EvalCase, spec: EvaluatorSpec, observed: Observed, sandbox: CodeSandbox = STRICT
+) -> EvaluatorResult:
     timeout = spec.config.get("timeout_seconds", DEFAULT_TIMEOUT_S)
     wall = float(timeout) if isinstance(timeout, int | float) and not isinstance(timeout, bool) else DEFAULT_TIMEOUT_S
     limits = Limits(wall_s=wall, cpu_s=max(1, int(wall)), memory_mb=1024)
-    cwd = case.source.parent
-    outcome = await run_sandboxed(list(spec.argv), payload(case, spec, observed), cwd=cwd, limits=limits)
+    folder = case.source.resolve().parent
+    outcome = await run_user_code(
+        list(spec.argv), payload(case, spec, observed), sandbox=sandbox, runtime=command_runtime(),
+        folder=folder, also=named_folders(spec.argv, folder), limits=limits, what=str(case.source),
+    )  # fmt: skip
     stdout = outcome.stdout.decode("utf-8", errors="replace").strip()
     if outcome.timed_out or (outcome.error and outcome.returncode is None):
         return failed(spec, f"code judge {' '.join(spec.argv)!r}: {outcome.error or 'timed out'}")

@@ -15,23 +15,29 @@ from collections.abc import Callable, Sequence
 
 from engine.formats.agentv import scoring
 from engine.formats.agentv.assertions import string_assertion
-from engine.formats.agentv.codejudge import Observed, run_code_judge
+from engine.formats.agentv.codejudge import CODE_AGGREGATORS, Observed, run_code_judge
 from engine.formats.agentv.model import STRING_ASSERTIONS, EvalCase, EvaluatorSpec
 from engine.formats.agentv.scoring import EvaluatorResult, failed, result
+from engine.formats.usercode import STRICT, CodeSandbox
 from engine.judges.base import Claim, Judge, JudgeMode, JudgeRequest
 
 DEFAULT_EVALUATOR = EvaluatorSpec("llm_judge", "llm_judge")
 _SCALE = 9.0
 
 
-async def evaluate_case(case: EvalCase, observed: Observed, judge: Judge | None) -> tuple[EvaluatorResult, ...]:
+async def evaluate_case(
+    case: EvalCase, observed: Observed, judge: Judge | None, *, sandbox: CodeSandbox = STRICT
+) -> tuple[EvaluatorResult, ...]:
+    """Every evaluator of ``case``; code judges run under ``sandbox`` (the run's user-code policy)."""
     specs = case.evaluators or (DEFAULT_EVALUATOR,)
-    return tuple(await asyncio.gather(*(evaluate(spec, case, observed, judge) for spec in specs)))
+    return tuple(await asyncio.gather(*(evaluate(spec, case, observed, judge, sandbox) for spec in specs)))
 
 
-async def evaluate(spec: EvaluatorSpec, case: EvalCase, observed: Observed, judge: Judge | None) -> EvaluatorResult:
+async def evaluate(
+    spec: EvaluatorSpec, case: EvalCase, observed: Observed, judge: Judge | None, sandbox: CodeSandbox = STRICT
+) -> EvaluatorResult:
     try:
-        found = await _dispatch(spec, case, observed, judge)
+        found = await _dispatch(spec, case, observed, judge, sandbox)
         return scoring.negated(found) if spec.negate else found
     except Exception as exc:
         return failed(spec, f"evaluator crashed: {type(exc).__name__}: {exc}")
@@ -59,14 +65,16 @@ def _deterministic(spec: EvaluatorSpec, case: EvalCase, observed: Observed) -> E
     return scorer() if scorer is not None else None
 
 
-async def _dispatch(spec: EvaluatorSpec, case: EvalCase, observed: Observed, judge: Judge | None) -> EvaluatorResult:
+async def _dispatch(
+    spec: EvaluatorSpec, case: EvalCase, observed: Observed, judge: Judge | None, sandbox: CodeSandbox
+) -> EvaluatorResult:
     found = _deterministic(spec, case, observed)
     if found is not None:
         return found
     if spec.type == "code_judge":
-        return await run_code_judge(case, spec, observed)
+        return await run_code_judge(case, spec, observed, sandbox)
     if spec.type == "composite":
-        return await _composite(spec, case, observed, judge)
+        return await _composite(spec, case, observed, judge, sandbox)
     if judge is None:
         return failed(spec, f"{spec.type} needs a judge (--judge)")
     if spec.type == "rubric":
@@ -140,8 +148,11 @@ async def rubric(spec: EvaluatorSpec, case: EvalCase, observed: Observed, judge:
     return result(spec, score, hits, misses, reasoning="; ".join(reasons), verdict=verdict)
 
 
-async def _composite(spec: EvaluatorSpec, case: EvalCase, observed: Observed, judge: Judge | None) -> EvaluatorResult:
-    children = tuple(await asyncio.gather(*(evaluate(child, case, observed, judge) for child in spec.children)))
+async def _composite(
+    spec: EvaluatorSpec, case: EvalCase, observed: Observed, judge: Judge | None, sandbox: CodeSandbox
+) -> EvaluatorResult:
+    jobs = (evaluate(child, case, observed, judge, sandbox) for child in spec.children)
+    children = tuple(await asyncio.gather(*jobs))
     aggregator = spec.config.get("aggregator") or {}
     kind = aggregator.get("type", "weighted_average") if isinstance(aggregator, dict) else "weighted_average"
     if kind == "weighted_average":
@@ -151,8 +162,9 @@ async def _composite(spec: EvaluatorSpec, case: EvalCase, observed: Observed, ju
         hits = [h for c in children for h in c.hits]
         misses = [m for c in children for m in c.misses]
         return _with_children(result(spec, score, hits, misses, reasoning=_summary(children)), children)
-    if kind in {"code_judge", "code-judge", "code-grader"}:
-        return _with_children(await _code_aggregate(spec, aggregator, case, observed, children), children)
+    if kind in CODE_AGGREGATORS:
+        aggregate = await _code_aggregate(spec, aggregator, case, observed, children, sandbox)
+        return _with_children(aggregate, children)
     if kind in {"llm_judge", "llm-judge", "llm-grader"} and judge is not None:
         return _with_children(await _judge_aggregate(spec, aggregator, case, observed, children, judge), children)
     return failed(spec, f"composite aggregator {kind!r} is not supported (weighted_average, code_judge, llm_judge)")
@@ -181,6 +193,7 @@ async def _code_aggregate(
     case: EvalCase,
     observed: Observed,
     children: Sequence[EvaluatorResult],
+    sandbox: CodeSandbox,
 ) -> EvaluatorResult:
     from dataclasses import replace
 
@@ -194,8 +207,7 @@ async def _code_aggregate(
         for c in children
     }
     child = replace(spec, argv=argv, config={**spec.config, "results": results})
-    outcome = await run_code_judge(case, child, observed)
-    return outcome
+    return await run_code_judge(case, child, observed, sandbox)
 
 
 def _summary(children: Sequence[EvaluatorResult]) -> str:

@@ -19,6 +19,7 @@ from engine.formats.agentv.evaluate import DEFAULT_EVALUATOR, evaluate_case
 from engine.formats.agentv.model import EvalCase
 from engine.formats.agentv.scoring import EvaluatorResult, case_score, verdict_of
 from engine.formats.targets import Target, TargetAnswer, TargetRequest
+from engine.formats.usercode import STRICT, CodeSandbox
 from engine.judges.base import Judge
 
 
@@ -26,6 +27,8 @@ from engine.judges.base import Judge
 class RunOptions:
     workers: int = 4
     case_timeout_s: float = 300.0
+    #: how code judges run (the sandbox, or unsandboxed by the operator's choice where it cannot be had)
+    sandbox: CodeSandbox = STRICT
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +48,7 @@ def request_for(case: EvalCase) -> TargetRequest:
     return TargetRequest(case.id, case.question, case.input_messages, payload)
 
 
-async def run_case(case: EvalCase, target: Target, judge: Judge | None) -> CaseOutcome:
+async def run_case(case: EvalCase, target: Target, judge: Judge | None, sandbox: CodeSandbox = STRICT) -> CaseOutcome:
     started = time.perf_counter()
     stamp = datetime.now(UTC)
     try:
@@ -53,7 +56,7 @@ async def run_case(case: EvalCase, target: Target, judge: Judge | None) -> CaseO
     except Exception as exc:
         return _errored(case, f"target {target.name}: {exc}", started, stamp)
     duration = answer.latency_ms or (time.perf_counter() - started) * 1000
-    results = await evaluate_case(case, Observed(answer, duration, answer.cost_usd), judge)
+    results = await evaluate_case(case, Observed(answer, duration, answer.cost_usd), judge, sandbox=sandbox)
     specs = case.evaluators or (DEFAULT_EVALUATOR,)
     score = case_score(results, [s.required_min for s in specs])
     elapsed = (time.perf_counter() - started) * 1000
@@ -74,7 +77,8 @@ async def run_cases(
         async with gate:
             started, stamp = time.perf_counter(), datetime.now(UTC)
             try:
-                return await asyncio.wait_for(run_case(case, target, judge), options.case_timeout_s)
+                job = run_case(case, target, judge, options.sandbox)
+                return await asyncio.wait_for(job, options.case_timeout_s)
             except TimeoutError:
                 return _errored(case, f"case timed out after {options.case_timeout_s:g}s", started, stamp)
 

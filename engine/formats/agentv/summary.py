@@ -58,7 +58,8 @@ def table(outcomes: Sequence[CaseOutcome], summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def junit(outcomes: Sequence[CaseOutcome], suite: str) -> str:
+def junit(outcomes: Sequence[CaseOutcome], suite: str, *, note: str | None = None) -> str:
+    """JUnit XML; ``note`` (e.g. that code judges ran unsandboxed) becomes the suite's ``user_code`` property."""
     failures = sum(1 for o in outcomes if o.verdict != "pass" and not o.error)
     root = ET.Element(
         "testsuite",
@@ -67,6 +68,8 @@ def junit(outcomes: Sequence[CaseOutcome], suite: str) -> str:
         failures=str(failures),
         errors=str(sum(1 for o in outcomes if o.error)),
     )
+    if note:
+        ET.SubElement(ET.SubElement(root, "properties"), "property", name="user_code", value=note)
     for o in outcomes:
         case = ET.SubElement(
             root, "testcase", classname=o.case.dataset, name=o.case.id, time=f"{o.duration_ms / 1000:.3f}"

@@ -4,9 +4,11 @@ Only the ``cli`` provider runs here: its ``command`` is a shell command line who
 case — ``{PROMPT}`` (the question, shell-quoted), ``{PROMPT_FILE}`` (a file holding it), ``{EVAL_ID}``,
 ``{ATTEMPT}``, ``{FILES}`` (empty) and ``{OUTPUT_FILE}`` (where the program writes its answer). The output file
 holds ``{"output": [messages with tool_calls]}`` (or ``output_messages``, or ``{"text": …}``) or plain text. The
-command runs sandboxed (no service secrets) in the target's ``cwd`` (default: the targets file's folder's
-parent). Other providers (azure, anthropic, codex, vscode…) are refused with a message naming the
-alternatives (``--target command:…``, ``recorded:…``, ``actor:…``).
+command runs out of process with limits and without the service's secrets
+(:func:`~engine.formats.sandbox.run_limited`; a target is the system under evaluation, with its network and files,
+so not the user-code sandbox) in the target's ``cwd`` (default: the targets file's folder's parent). Other
+providers (azure, anthropic, codex, vscode…) are refused with a message naming the alternatives
+(``--target command:…``, ``recorded:…``, ``actor:…``).
 
 Upstream looks for ``.agentv/targets.yaml`` in the eval file's folder and each parent; so does this.
 """
@@ -25,7 +27,7 @@ import orjson
 
 from engine.errors import ConfigurationError
 from engine.formats.agentv.model import content_text
-from engine.formats.sandbox import Limits, run_sandboxed
+from engine.formats.sandbox import Limits, run_limited
 from engine.formats.targets import TargetAnswer, TargetError, TargetRequest, ToolCall
 from engine.models import TokenUsage
 from engine.propositions.yamlsource import read_yaml
@@ -93,7 +95,7 @@ class CliTarget:
         self._name = name
         self.command = command
         self.cwd = cwd
-        self._limits = Limits(wall_s=timeout_s, cpu_s=max(1, int(timeout_s)), memory_mb=2048, network=True)
+        self._limits = Limits(wall_s=timeout_s, cpu_s=max(1, int(timeout_s)), memory_mb=2048)
 
     @property
     def name(self) -> str:
@@ -114,7 +116,7 @@ class CliTarget:
             }
             started = time.perf_counter()
             argv = ["/bin/sh", "-c", render(self.command, values)]
-            outcome = await run_sandboxed(argv, b"", cwd=self.cwd, limits=self._limits)
+            outcome = await run_limited(argv, b"", cwd=self.cwd, limits=self._limits)
             latency = (time.perf_counter() - started) * 1000
             if not outcome.ok:
                 detail = (

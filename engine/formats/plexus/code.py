@@ -1,28 +1,34 @@
-"""Plexus code nodes (LogicalClassifier, LogicalNode): user Python run out of process under the sandbox.
+"""Plexus code nodes (LogicalClassifier, LogicalNode): user Python run out of process in the user-code sandbox.
 
 The worker never executes user code itself. :func:`run_code` starts :mod:`.coderunner` with ``python -I -S``
-through :func:`engine.formats.sandbox.run_sandboxed` (empty environment, CPU / memory / wall-clock limits, no
-network where the platform allows), sends the request as JSON on stdin and reads one JSON answer. Whatever
-the code does — loop, allocate, raise, reach for the network or the environment — the caller gets a
-:class:`CodeNodeError` with a one-line reason, and the run goes on.
+through :func:`engine.formats.usercode.run_user_code` — bubblewrap with the Python runtime only (the
+interpreter's installation and the system's shared libraries), the scorecard's folder read-only, a private
+``/tmp``, no network, another user without capabilities, a seccomp filter, CPU / memory / wall-clock limits —
+sends the request (the code included) on stdin and reads one JSON answer. Whatever the code does —
+loop, allocate, raise, reach for the network, the environment or the files around it — the caller gets a
+:class:`CodeNodeError` with a one-line reason, and the run goes on. Where the sandbox cannot be had, the code
+does not run (the reason is the error) unless the run allowed unsandboxed code.
 """
 
 from __future__ import annotations
 
 import json
-import sys
-import tempfile
-from dataclasses import dataclass
+import marshal
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from engine.errors import DriftError
-from engine.formats.sandbox import Limits, run_sandboxed
+from engine.formats.bwrap import interpreter, python_runtime
+from engine.formats.plexus.model import Score
+from engine.formats.sandbox import Limits
+from engine.formats.usercode import STRICT, CodeSandbox, run_user_code
 
-RUNNER = Path(__file__).with_name("coderunner.py")
-MODULE = "plexus_code"  # the name the child imports the user's code under
+RUNNER = Path(__file__).resolve().with_name("coderunner.py")
+CODE_CLASSES = frozenset({"LogicalClassifier", "LogicalNode"})
 #: Limits of one code-node call: plenty for decision logic, little for anything else.
-CODE_LIMITS = Limits(wall_s=5.0, cpu_s=2, memory_mb=256, file_mb=1, max_output_bytes=1024 * 1024)
+CODE_LIMITS = Limits(wall_s=5.0, cpu_s=2, memory_mb=256, file_mb=1, max_output_bytes=1024 * 1024, processes=16)
 
 
 class CodeNodeError(DriftError):
@@ -40,12 +46,25 @@ class CodeRequest:
     state: dict[str, Any]
 
 
-async def run_code(request: CodeRequest, *, limits: Limits = CODE_LIMITS) -> Any:
-    """Run one code-node call in a sandboxed child; the user's code goes to it as a module file, read-only."""
-    with tempfile.TemporaryDirectory(prefix="drift-code-") as module_dir:
-        (Path(module_dir) / f"{MODULE}.py").write_text(request.code, encoding="utf-8")
-        payload = _payload(request, module_dir)
-        done = await run_sandboxed([sys.executable, "-I", "-S", str(RUNNER)], payload, limits=limits)
+def has_code(scores: Iterable[Score]) -> bool:
+    """True when any of ``scores`` has a code node (so running it needs the sandbox)."""
+    return any(node.node_class in CODE_CLASSES for score in scores for node in score.graph or ())
+
+
+async def run_code(
+    request: CodeRequest,
+    *,
+    limits: Limits = CODE_LIMITS,
+    sandbox: CodeSandbox = STRICT,
+    folder: Path | None = None,
+) -> Any:
+    """Run one code-node call in a sandboxed child; ``folder`` (the scorecard's) is visible to it, read-only."""
+    runtime = replace(python_runtime(), paths=(*python_runtime().paths, RUNNER))
+    argv = [str(interpreter()), "-I", "-S", str(RUNNER)]
+    done = await run_user_code(
+        argv, _payload(request, folder), sandbox=sandbox, runtime=runtime, folder=folder, limits=limits,
+        what="this scorecard",
+    )  # fmt: skip
     if done.error is not None:
         raise CodeNodeError(done.error)
     try:
@@ -58,14 +77,16 @@ async def run_code(request: CodeRequest, *, limits: Limits = CODE_LIMITS) -> Any
     return answer.get("result")
 
 
-def _payload(request: CodeRequest, module_dir: str) -> bytes:
+def _payload(request: CodeRequest, folder: Path | None) -> bytes:
+    """The request as ``marshal`` (the runner decodes it without importing anything), of JSON's plain values."""
     fields = {
         "kind": request.kind,
-        "module_dir": module_dir,
+        "code": request.code,
+        "folder": str(folder) if folder is not None else None,
         "function": request.function,
         "parameters": request.parameters,
         "text": request.text,
         "metadata": request.metadata,
         "state": request.state,
     }
-    return json.dumps(fields, default=str).encode()
+    return marshal.dumps(json.loads(json.dumps(fields, default=str)))

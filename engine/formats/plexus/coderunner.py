@@ -1,21 +1,24 @@
-"""The child side of a Plexus code node: run by ``engine.formats.plexus.code`` under the sandbox, never imported.
+"""The child side of a Plexus code node: run by ``engine.formats.plexus.code`` in the sandbox, never imported.
 
-Reads one JSON request on stdin, imports the user's code as the module ``plexus_code`` from the directory the
-parent wrote it to (``module_dir``), calls the named function and writes one JSON answer on stdout:
-``{"ok": true, "result": …}`` or ``{"ok": false, "error": "…"}``. Before the user's code runs, environment
-variables become unreadable (any access raises) and an audit hook refuses sockets, subprocesses, native
-libraries and opening files outside the Python installation (``/proc/<worker>/environ`` would hand out the
-worker's secrets) — on top of the sandbox's empty environment, rlimits and network namespace.
+Reads one request on stdin (``marshal``: it comes from drift, and decoding it needs no import), compiles the
+user's code (``code``) as the module ``plexus_code``, calls the named function and writes one JSON answer on
+stdout: ``{"ok": true, "result": …}`` or ``{"ok": false, "error": "…"}`` (a small encoder of its own: ``import
+json`` pulls in ``re``, ``enum`` and ``functools``, which cost more than the rest of a call; objects that are
+not JSON become their ``str``, as with ``default=str``). The boundary is the sandbox around this process
+(``engine.formats.usercode``: another user, no capabilities, a read-only root holding only the interpreter, no
+network, a seccomp filter, rlimits). As a second layer only — CPython's audit hooks are not a security
+boundary — before the user's code runs, environment variables become unreadable (any access raises) and an
+audit hook refuses sockets, subprocesses, native libraries and opening files outside the Python installation
+and the scorecard's folder (``folder``).
 Uses the standard library only (it runs with ``python -I -S``).
 """
 
 from __future__ import annotations
 
-import importlib
-import json
+import marshal
 import os
 import sys
-from collections.abc import Iterator, MutableMapping
+from _collections_abc import Iterator, MutableMapping  # already loaded by ``os``; ``collections.abc`` is not
 
 TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing alone costs milliseconds
 if TYPE_CHECKING:  # every code-node call pays for this script's start-up
@@ -56,8 +59,8 @@ class _NoEnvironment(MutableMapping[str, str]):
         return self._refuse()
 
 
-#: the only files code may open: the Python installation and the user's module, read-only (so imports work).
-#: Nothing else — in particular not ``/proc/<worker>/environ``, which holds the worker's secrets.
+#: the only files code may open: the Python installation (so imports work) and the scorecard's folder, read-only.
+#: Nothing else — in particular not ``/proc/<pid>/environ``.
 _READABLE = [os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}]
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
@@ -118,19 +121,22 @@ class Score:
 MODULE = "plexus_code"
 
 
-def _load(module_dir: str) -> Any:
-    """Import the user's module (its top level runs here, after the audit hook is in place); ``Score`` is
+def _load(code: str) -> Any:
+    """Run the user's module (its top level runs here, after the audit hook is in place); ``Score`` is
     provided as a builtin, as Plexus code expects it without an import."""
     import builtins
 
     builtins.Score = Score  # type: ignore[attr-defined]
     sys.dont_write_bytecode = True
-    sys.path.insert(0, module_dir)
-    return importlib.import_module(MODULE)
+    module = type(sys)(MODULE)
+    module.__file__ = f"{MODULE}.py"
+    sys.modules[MODULE] = module
+    exec(compile(code, module.__file__, "exec"), module.__dict__)  # noqa: S102 — the point of a code node
+    return module
 
 
 def _call(request: dict[str, Any]) -> Any:
-    function = getattr(_load(request["module_dir"]), request["function"], None)
+    function = getattr(_load(request["code"]), request["function"], None)
     if not callable(function):
         raise NameError(f"the code defines no function {request['function']!r}")
     parameters = Attributes(request.get("parameters") or {})
@@ -159,10 +165,37 @@ def _where(exc: BaseException) -> str:
     return f" (code line {lines[-1]})" if lines else ""
 
 
+_ESCAPES = {**{i: f"\\u{i:04x}" for i in range(32)}, ord('"'): '\\"', ord("\\"): "\\\\"}
+_FLOATS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _key(key: object) -> str:
+    if isinstance(key, str):
+        return key
+    return "null" if key is None else str(key).lower() if isinstance(key, bool) else str(key)
+
+
+def encode(value: object) -> str:
+    """JSON of plain values (``json.dumps(value, default=str)``'s output, for what a code node returns)."""
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else "true" if value else "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        text = float.__repr__(value)
+        return _FLOATS.get(text, text)
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(encode(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{encode(_key(k))}:{encode(v)}" for k, v in value.items()) + "}"
+    return '"' + (value if isinstance(value, str) else str(value)).translate(_ESCAPES) + '"'
+
+
 def main() -> None:
-    request = json.loads(sys.stdin.buffer.read())
+    request = marshal.loads(sys.stdin.buffer.read())  # noqa: S302 — written by drift, before any user code
     os.environ = _NoEnvironment()  # type: ignore[assignment]  # noqa: B003 — replaced on purpose, not cleared
-    _READABLE.append(os.path.realpath(request["module_dir"]) + os.sep)
+    if request.get("folder"):
+        _READABLE.append(os.path.realpath(request["folder"]) + os.sep)
     sys.addaudithook(_audit)
     try:
         answer: dict[str, Any] = {"ok": True, "result": _call(request)}
@@ -170,7 +203,11 @@ def main() -> None:
         answer = {"ok": False, "error": "MemoryError: the code exceeded its memory limit"}
     except BaseException as exc:  # every failure of user code is reported, none escapes
         answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}{_where(exc)}"}
-    sys.stdout.write(json.dumps(answer, default=str))
+    try:
+        text = encode(answer)
+    except RecursionError:
+        text = encode({"ok": False, "error": "the result cannot be written as JSON (circular or too deep)"})
+    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))  # a lone surrogate becomes \udXXX
 
 
 if __name__ == "__main__":

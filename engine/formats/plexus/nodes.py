@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from rapidfuzz import fuzz, process
@@ -19,6 +20,7 @@ from engine.formats.plexus.model import Node
 from engine.formats.plexus.parsing import correction_message, parse_class, parse_confidence
 from engine.formats.plexus.templates import render
 from engine.formats.sandbox import Limits
+from engine.formats.usercode import STRICT, CodeSandbox
 from engine.llm.base import ChatMessage, CompletionRequest, TextModel
 
 EXTRACT_CUTOFF = 50
@@ -30,11 +32,14 @@ _CONFIDENCE_ASK = "\nAfter your answer, add a last line 'Confidence: P': your pr
 
 @dataclass(frozen=True)
 class NodeContext:
-    """What nodes run with: the text model answering LLM nodes (per score when scores name different ones)."""
+    """What nodes run with: the text model answering LLM nodes (per score when scores name different ones),
+    and how code nodes run: their limits, the sandbox policy of the run, the scorecard's folder they see."""
 
     model: TextModel
     code_limits: Limits = CODE_LIMITS
     score_models: Mapping[str, TextModel] = field(default_factory=dict)
+    sandbox: CodeSandbox = STRICT
+    code_folder: Path | None = None
 
     def for_score(self, name: str) -> NodeContext:
         model = self.score_models.get(name)
@@ -42,9 +47,10 @@ class NodeContext:
 
     @property
     def label(self) -> str:
-        """Every model that may answer, for labelling outputs (``scripted:…`` stays visible)."""
-        names = sorted({self.model.name, *(m.name for m in self.score_models.values())})
-        return ", ".join(names)
+        """Every model that may answer, for labelling outputs (``scripted:…`` stays visible), and a mark when
+        code nodes run without the sandbox (``--allow-unsandboxed-code`` where it cannot be had)."""
+        names = ", ".join(sorted({self.model.name, *(m.name for m in self.score_models.values())}))
+        return f"{names}; {self.sandbox.label}" if self.sandbox.label else names
 
 
 def _messages(node: Node, state: dict[str, Any]) -> tuple[str, str]:
@@ -133,7 +139,7 @@ async def _run_code_node(
 ) -> Any:
     text, metadata = str(state.get("text", "")), dict(state.get("metadata") or {})
     request = CodeRequest(kind, node.code or "", function, node.parameters, text, metadata, _code_state(state))
-    return await run_code(request, limits=ctx.code_limits)
+    return await run_code(request, limits=ctx.code_limits, sandbox=ctx.sandbox, folder=ctx.code_folder)
 
 
 async def logical_classifier(ctx: NodeContext, node: Node, state: dict[str, Any]) -> dict[str, Any]:

@@ -9,13 +9,16 @@ path is read from ``cwd``) or any spec of ``engine.llm.factory.make_text_model``
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigurationError
+from engine.formats.plexus.code import has_code
 from engine.formats.plexus.model import Scorecard
 from engine.formats.plexus.nodes import NodeContext
 from engine.formats.plexus.providers import model_spec
+from engine.formats.usercode import STRICT, CodeSandbox
 from engine.llm.base import TextModel
 from engine.llm.scripted import scripted_rules_model
 
@@ -29,8 +32,27 @@ def text_model(spec: str, settings: Any, *, cwd: Path) -> TextModel:
     return make_text_model(spec, settings)
 
 
-def node_context(card: Scorecard, spec: str | None, settings: Any, *, cwd: Path) -> NodeContext:
-    """One model for every score (``spec``), else each score's own provider and model."""
+def node_context(
+    card: Scorecard,
+    spec: str | None,
+    settings: Any,
+    *,
+    cwd: Path,
+    source: Path | None = None,
+    sandbox: CodeSandbox = STRICT,
+) -> NodeContext:
+    """One model for every score (``spec``), else each score's own provider and model; code nodes run under
+    ``sandbox`` and see the folder of ``source`` (the scorecard file). A scorecard with code nodes is refused
+    here, in one line, when the sandbox cannot be had and the run did not allow unsandboxed code."""
+    if has_code(card.all_scores()):
+        sandbox.require(f"{source or 'this scorecard'}")
+    else:
+        sandbox = STRICT  # no code runs: nothing to mark as unsandboxed
+    folder = source.resolve().parent if source is not None else None
+    return replace(_models(card, spec, settings, cwd=cwd), sandbox=sandbox, code_folder=folder)
+
+
+def _models(card: Scorecard, spec: str | None, settings: Any, *, cwd: Path) -> NodeContext:
     if spec is not None:
         return NodeContext(text_model(spec, settings, cwd=cwd))
     built: dict[str, TextModel] = {}

@@ -16,6 +16,7 @@ from engine.models import TokenUsage
 
 
 def judge_case(tmp_path: Path, body: str, dialect: Dialect = "seed") -> tuple[EvalCase, EvaluatorSpec]:
+    tmp_path.chmod(0o755)  # the sandbox's user is a stranger: pytest's folders are closed to others
     (tmp_path / "judge.py").write_text(body)
     evaluated = EvalCase(
         "c1",
@@ -145,3 +146,20 @@ async def test_the_service_environment_does_not_reach_the_judge(
     evaluated, spec = judge_case(tmp_path, body)
     result = await run_code_judge(evaluated, spec, SEEN)
     assert "ANTHROPIC_API_KEY" not in result.reasoning
+
+
+async def test_a_judge_beside_the_evals_folder_runs_but_its_neighbours_stay_hidden(tmp_path: Path) -> None:
+    """Upstream's layout: ``evals/dataset.yaml`` names ``../judges/x.py``; that folder is shown, nothing else."""
+    for name in ("evals", "judges", "private"):
+        (tmp_path / name).mkdir(mode=0o755)
+        (tmp_path / name).chmod(0o755)
+    (tmp_path / "private" / "notes.txt").write_text("not for judges")
+    (tmp_path / "judges" / "judge.py").write_text(
+        "import json, os\nhidden = os.path.exists('../private/notes.txt')\n"
+        "print(json.dumps({'score': 0.0 if hidden else 1.0, 'hits': [], 'misses': [], 'reasoning': str(hidden)}))\n"
+    )
+    evaluated, spec = judge_case(tmp_path / "evals", "")
+    argv = (sys.executable, "../judges/judge.py")
+    spec = EvaluatorSpec("code", "code_judge", config={"timeout_seconds": 5}, argv=argv)
+    outcome = await run_code_judge(evaluated, spec, SEEN)
+    assert (outcome.score, outcome.reasoning) == (1.0, "False")

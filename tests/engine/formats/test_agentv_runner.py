@@ -134,6 +134,7 @@ def test_compare_counts_wins_losses_and_ties() -> None:
 
 
 async def test_a_seed_file_and_its_4x_translation_score_the_same(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)  # code judges run as a stranger to the files: pytest's folders are closed to others
     (tmp_path / "judge.py").write_text(
         "import json, sys\nc = json.load(sys.stdin)\nanswer = c.get('candidate_answer') or ''\n"
         "print(json.dumps({'score': 1.0 if 'beet' in answer else 0.2, 'hits': [], 'misses': []}))\n"

@@ -142,8 +142,24 @@ async def test_code_cannot_read_the_workers_environment_through_proc() -> None:
     )
     out, _ = await asyncio.wait_for(process.communicate(), timeout=60)
     assert "sk-parent-secret" not in out.decode()
-    # In a PID namespace of its own (where unshare works) the parent it sees is the namespace's shell, not the
-    # worker; either way the audit hook refuses the open before anything is read.
+    # In the sandbox's PID namespace the parent it sees is bubblewrap's init, not the worker; either way the audit
+    # hook (the second layer) refuses the open before anything is read.
     error = json.loads(out)["error"]
     assert error.startswith("PermissionError: code nodes may not open files (/proc/")
     assert error.endswith("/environ) (code line 3)")
+
+
+async def test_a_code_node_reads_its_scorecards_folder_and_nothing_beside_it(tmp_path: Path) -> None:
+    from engine.formats.plexus.code import CodeRequest, run_code
+
+    folder = tmp_path / "cards"
+    folder.mkdir()
+    folder.chmod(0o755)
+    (folder / "words.txt").write_text("beets bears")
+    (tmp_path / "beside.txt").write_text("hidden")
+    code = (
+        "import os\ndef score(parameters, input):\n"
+        "    return {'value': open('words.txt').read(), 'explanation': str(os.path.exists('../beside.txt'))}\n"
+    )
+    answer = await run_code(CodeRequest("score", code, "score", {}, "", {}, {}), folder=folder)
+    assert (answer["value"], answer["explanation"]) == ("beets bears", "False")
