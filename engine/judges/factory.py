@@ -62,7 +62,7 @@ def _build(kind: str, argument: str, settings: Settings, environ: Mapping[str, s
                 "(offline, scripted:FILE, replay:FILE, openai-compatible)"
             )
         return AnthropicJudge(
-            api_key=settings.anthropic_api_key,
+            api_key=settings.anthropic_api_key.get_secret_value(),
             model=argument or settings.anthropic_model,
             base_url=settings.anthropic_base_url,
             policy=policy,

@@ -74,14 +74,6 @@ class CallPolicy:
     backoff_base_s: float = 0.05
     backoff_max_s: float = 1.0
 
-    def __post_init__(self) -> None:
-        bad_deadline = self.deadline_s is not None and self.deadline_s <= 0
-        if bad_deadline or (self.concurrency is not None and self.concurrency < 1) or self.max_attempts < 1:
-            raise JudgeError(
-                "a judge needs deadline_s > 0, concurrency >= 1 (or None for both) and max_attempts >= 1, got "
-                f"{self.deadline_s}, {self.concurrency} and {self.max_attempts}"
-            )
-
     def slots(self) -> contextlib.AbstractAsyncContextManager[object]:
         """What a call holds while it runs: a slot of a semaphore of ``concurrency``, or nothing when uncapped."""
         if self.concurrency is None:

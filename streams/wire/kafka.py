@@ -47,7 +47,7 @@ def client_kwargs(settings: Settings) -> dict[str, Any]:
         kwargs.update(
             sasl_mechanism=settings.kafka_sasl_mechanism,
             sasl_plain_username=settings.kafka_sasl_username,
-            sasl_plain_password=settings.kafka_sasl_password or "",
+            sasl_plain_password=settings.kafka_sasl_password.get_secret_value() if settings.kafka_sasl_password else "",
         )
     return kwargs
 

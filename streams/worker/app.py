@@ -1,7 +1,7 @@
 """The composition root of a worker: the Faust application of the gate and every service it hosts.
 
-Nothing happens at import time; :func:`build_app` wires a fresh app for one :class:`Settings` (checked by
-:func:`check_worker_settings`), in dependency order — output producer and dead letters, the app, its tables,
+Nothing happens at import time; :func:`build_app` wires a fresh app for one :class:`Settings` (every value
+bounded when it was built), in dependency order — output producer and dead letters, the app, its tables,
 the history view, the store and the configuration cache, the judge budget, the services (gate, steps,
 evaluations), the lanes — each object built once, complete, from what was built before it; a service gets
 its ports (see :mod:`streams.services.context`), never the worker. Delivery is at-least-once (the embedded
@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from engine.errors import ConfigurationError, PayloadError
 from engine.judges.base import Judge
-from engine.judges.budget import EVAL_LANE, GATE_LANE, JudgeBudget, eval_slots
+from engine.judges.budget import EVAL_LANE, GATE_LANE, JudgeBudget
 from engine.library import PropositionLibrary
 from engine.models import AgentConfig
 from engine.settings import Settings
@@ -64,19 +64,10 @@ class Worker:
     evictor: Evictor
 
 
-def check_worker_settings(settings: Settings) -> None:
-    """Refuse settings a worker cannot run on, with one line naming the variable (never a silent default)."""
+def _one_settings_object(settings: object) -> None:
+    """A worker takes one :class:`Settings` (whose values were bounded when it was built), never a default."""
     if not isinstance(settings, Settings):
         raise ConfigurationError(f"a worker is built from one Settings object, not {type(settings).__name__}")
-    eval_slots(settings.judge_concurrency, settings.eval_judge_share)  # the budget splits (raises otherwise)
-    positive = {"DRIFT_JUDGE_DEADLINE_S": settings.judge_deadline_s, "DRIFT_STEP_DEADLINE_S": settings.step_deadline_s,
-                "DRIFT_EVAL_WINDOW_S": settings.eval_window_s, "DRIFT_EVAL_THRESHOLD": settings.eval_threshold,
-                "DRIFT_EVAL_DEADLINE_S": settings.eval_deadline_s}  # fmt: skip
-    for name, value in positive.items():
-        if not value > 0:
-            raise ConfigurationError(f"{name} must be greater than 0 in a worker, got {value}")
-    if not settings.topic_prefix:
-        raise ConfigurationError("DRIFT_TOPIC_PREFIX must not be empty in a worker")
 
 
 class AppConsumer:
@@ -101,7 +92,7 @@ def build_app(
     also applies the judge deadline (pass a judge without limits of its own: ``make_judge(...,
     own_limits=False)``). ``on_ready`` is called
     once partitions are assigned and the store is open."""
-    check_worker_settings(settings)
+    _one_settings_object(settings)
     topics, stats = Topics(settings.topic_prefix), GateStats()
     output = Output(settings)
     letters = DeadLetters(output.send, topics.dlq, stats)

@@ -96,8 +96,8 @@ def test_sasl_without_a_username_names_the_variables_to_set() -> None:
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"DRIFT_KAFKA_SECURITY_PROTOCOL": "TLS"}, "DRIFT_KAFKA_SECURITY_PROTOCOL must be one of"),
-        ({"DRIFT_KAFKA_SASL_MECHANISM": "GSSAPI"}, "DRIFT_KAFKA_SASL_MECHANISM must be one of"),
+        ({"DRIFT_KAFKA_SECURITY_PROTOCOL": "TLS"}, "DRIFT_KAFKA_SECURITY_PROTOCOL: must be one of"),
+        ({"DRIFT_KAFKA_SASL_MECHANISM": "GSSAPI"}, "DRIFT_KAFKA_SASL_MECHANISM: must be one of"),
     ],
 )
 def test_unknown_protocols_and_mechanisms_are_configuration_errors(env: dict[str, str], message: str) -> None:
