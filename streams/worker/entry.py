@@ -11,6 +11,7 @@ import sys
 from engine.errors import ConfigurationError
 from engine.judges.factory import make_judge
 from engine.settings import Settings
+from streams.services.stats import RetryCounts
 from streams.worker.app import build_app
 
 try:
@@ -19,4 +20,5 @@ except ConfigurationError as exc:
     for line in str(exc).splitlines():
         print(f"drift: {line}", file=sys.stderr)
     raise SystemExit(2) from None
-app, worker = build_app(settings, make_judge("", settings, own_limits=False))
+retries = RetryCounts()  # drift_retries_total, the judge's retries included
+app, worker = build_app(settings, make_judge("", settings, own_limits=False, on_retry=retries), retries=retries)
