@@ -72,7 +72,7 @@ class WorkerStore:
         if not url:
             raise ConfigurationError("the worker needs a database URL (DRIFT_DATABASE_URL or an embedded data dir)")
         self._url = url
-        self._on_retry = on_retry
+        self.on_retry = on_retry  # also counts the retries of a restore's own pool (streams.worker.restoring)
         self._store: Store | None = None
         self.ready = asyncio.Event()
         self.waiting_for: str | None = "starting"
@@ -94,7 +94,7 @@ class WorkerStore:
         workers of a fleet do not all come back at once, with no deadline."""
         policy = RetryPolicy("database_open", lambda exc: isinstance(exc, Exception) and
                              not isinstance(exc, ConfigurationError), STORE_BACKOFF, level=logging.WARNING)  # fmt: skip
-        await retrying(lambda: self._open_once(configs), policy, self._on_retry)
+        await retrying(lambda: self._open_once(configs), policy, self.on_retry)
         self.waiting_for = None
         self.ready.set()
 
