@@ -210,6 +210,17 @@ class Settings(BaseSettings):
         except ValidationError as exc:
             raise ConfigurationError("\n".join(_describe(e) for e in exc.errors())) from None
 
+    @model_validator(mode="after")
+    def _sasl_is_complete(self) -> Settings:
+        if self.kafka_security_protocol.startswith("SASL"):
+            missing = [variable(n) for n in ("kafka_sasl_mechanism", "kafka_sasl_username") if not getattr(self, n)]
+            if missing:  # ConfigurationError: not a ValueError, so pydantic passes it through as it is
+                raise ConfigurationError(
+                    f"{missing[0]}: must be set with DRIFT_KAFKA_SECURITY_PROTOCOL={self.kafka_security_protocol} "
+                    "(SASL needs DRIFT_KAFKA_SASL_MECHANISM, DRIFT_KAFKA_SASL_USERNAME and DRIFT_KAFKA_SASL_PASSWORD)"
+                )
+        return self
+
     @classmethod
     def settings_customise_sources(
         cls,
