@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench schemas parity-agentv clean chaos sandbox-tools
+.PHONY: demo test lint typecheck unit bench schemas reference parity-agentv clean chaos sandbox-tools
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,10 @@ bench: $(VENV)/.dev sandbox-tools
 
 schemas: $(VENV)/.dev
 	$(BIN)/python -m ops.schemas
+
+# docs/reference.md's settings table, from engine/settings.py (tests/test_reference_docs.py fails when it is stale)
+reference: $(VENV)/.dev
+	$(BIN)/python -m ops.reference
 
 # Not part of `make test`: installs agentv@4.42.4 from the npm registry into ~/.cache/persona-drift/agentv and
 # compares its scores with drift's on ops/parity/agentv/ (docs/formats/agentv.md).

@@ -1,18 +1,31 @@
 """One frozen settings object, built once at the entry point from ``DRIFT_*`` variables and flags, passed down.
 
-Secrets (the Anthropic key, the SASL password) are read from the environment only and are excluded from
-``repr`` and from :meth:`Settings.public`, so they never reach logs or stats.
+:class:`Settings` is a pydantic-settings model: every field is typed and bounded here, once (finite numbers,
+positive timeouts, ports in range, ``Literal`` choices), so nothing downstream checks a setting again. A bad
+value, from the environment, a flag or code, raises :class:`~engine.errors.ConfigurationError` with one line
+per bad field, ``DRIFT_X: …``, which the CLI prints as ``drift: DRIFT_X: …`` and exits 2 on.
+
+Only :meth:`Settings.from_env` reads the environment; ``Settings(...)`` is the defaults and its arguments.
+Secrets (the Anthropic key, the SASL password, the view token) are :class:`~pydantic.SecretStr`: masked in
+``repr``, in error messages and in :meth:`Settings.public`, so they never reach logs or stats.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
+
+from croniter import croniter
+from pydantic import AfterValidator, AliasChoices, Field, SecretStr, ValidationError, model_validator
+from pydantic_core import ErrorDetails
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.sources.utils import parse_env_vars
 
 from engine.errors import ConfigurationError
 from engine.redaction import mask_url
@@ -52,101 +65,186 @@ DEFAULT_KAFKA_PORT = 9092
 DEFAULT_PG_PORT = 5432
 DEFAULT_DATA_DIR = Path(os.environ.get("XDG_STATE_HOME", str(Path.home() / ".local" / "state"))) / "persona-drift"
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+Compression = Literal["none", "gzip", "snappy", "lz4", "zstd"]
+SECURITY_PROTOCOLS: tuple[str, ...] = get_args(SecurityProtocol)
+SASL_MECHANISMS: tuple[str, ...] = get_args(SaslMechanism)
+COMPRESSION_TYPES: tuple[str, ...] = get_args(Compression)
 #: bounds of DRIFT_AGENT_IDLE_TTL_S and DRIFT_PENDING_TTL_S (one second to one year)
 MIN_TTL_S, MAX_TTL_S = 1.0, 365 * 86_400.0
 #: settings that are secrets: never printed, masked by :meth:`Settings.public`
 SECRET_FIELDS = frozenset({"kafka_sasl_password", "anthropic_api_key", "view_token"})
+#: the variable of a field that is not ``DRIFT_<FIELD>``
+OWN_VARIABLES = {"anthropic_api_key": "ANTHROPIC_API_KEY"}
 
 
-@dataclass(frozen=True)
-class Settings:
-    broker: str = f"127.0.0.1:{DEFAULT_KAFKA_PORT}"
-    database_url: str = ""  # empty: the embedded database of `drift up` (see data_dir)
-    topic_prefix: str = "drift."
+def _is_crontab(value: str) -> str:
+    if not croniter.is_valid(value):
+        raise ValueError("must be a crontab expression (minute hour day month weekday)")
+    return value
+
+
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=1)]
+TtlSeconds = Annotated[float, Field(ge=MIN_TTL_S, le=MAX_TTL_S, allow_inf_nan=False)]
+Name = Annotated[str, Field(min_length=1)]
+
+
+class Settings(BaseSettings):
+    """Every setting of a ``drift`` process; the variable of a field is ``DRIFT_<FIELD>`` (docs/reference.md is
+    generated from these fields and their docstrings: ``make reference``)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="DRIFT_", env_ignore_empty=True, frozen=True, extra="forbid", populate_by_name=True,
+        use_attribute_docstrings=True, validate_default=True,
+    )  # fmt: skip
+
+    broker: Name = f"127.0.0.1:{DEFAULT_KAFKA_PORT}"
+    """Kafka bootstrap server (`--broker`)."""
+    database_url: str = Field("", validation_alias=AliasChoices("DRIFT_DATABASE_URL", "DATABASE_URL"))
+    """PostgreSQL URL (`--database`); `DATABASE_URL` is read when this is unset. Printed with the password
+    masked."""
+    topic_prefix: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")] = "drift."
+    """Prefix of every topic and consumer group (`--prefix`): letters, digits, `.`, `_` and `-`."""
     data_dir: Path = DEFAULT_DATA_DIR
+    """Where the embedded broker and database keep their files (`--data-dir`)."""
     propositions_dir: Path = BUNDLED_PROPOSITIONS
-    judge: str = ""  # empty: anthropic when ANTHROPIC_API_KEY is set, else offline
-    anthropic_model: str = DEFAULT_ANTHROPIC_MODEL
-    anthropic_base_url: str | None = None
-    openai_base_url: str = "http://127.0.0.1:8000/v1"
-    openai_model: str = "local"
-    judge_deadline_s: float = 5.0
-    connect_timeout_s: float = 5.0  # how long a command waits for an unreachable broker or database
-    prices_file: str = ""  # YAML price table (dollars per million tokens) over the bundled one (engine.pricing)
-    actor: str = ""  # empty: anthropic when ANTHROPIC_API_KEY is set, else scripted (simulations)
-    actor_deadline_s: float = 60.0  # one actor/text-model completion, retries included
-    actor_concurrency: int = 32  # text-model calls in flight per process
-    judge_concurrency: int = 64
+    """Propositions tree: personas, dimensions, interventions, baselines (`--propositions`)."""
+    judge: str = ""
+    """Judge spec (`--judge`): `anthropic[:MODEL]`, `openai-compatible[:MODEL]`, `offline`, `scripted:FILE`,
+    `replay:FILE`."""
+    anthropic_model: Name = DEFAULT_ANTHROPIC_MODEL
+    """Model of the Anthropic judge."""
+    anthropic_base_url: Name | None = None
+    """Another Messages-API endpoint (a proxy, a test server)."""
+    openai_base_url: Name = "http://127.0.0.1:8000/v1"
+    """Endpoint of the OpenAI-compatible judge (vLLM, Ollama, llama.cpp) and of the embeddings of `drift
+    metareason run --embeddings openai-compatible`."""
+    openai_model: Name = "local"
+    """Model name sent to that endpoint."""
+    judge_deadline_s: Seconds = 5.0
+    """Deadline of one judge evaluation (retries, repair and double check included; it starts once the call holds
+    one of the `DRIFT_JUDGE_CONCURRENCY` slots); the gate also bounds each dimension by it from the moment the
+    draft is judged (queueing for a slot included): a dimension without a score by then fails open and is
+    marked `timed_out`."""
+    connect_timeout_s: Seconds = 5.0
+    """How long a command waits for an unreachable broker or database before it stops with one line (`drift
+    worker`, `drift sinks`, `drift config set`, `drift topics create`)."""
+    prices_file: str = ""
+    """YAML price table, dollars per million tokens per model, over the bundled one (`claude-haiku-4-5: {input:
+    1.0, output: 5.0, cache_read: 0.1, cache_write: 1.25}`); used for the costs `drift stats` and `drift eval
+    run` print beside tokens. A model with no price shows cost `unknown`, never 0."""
+    actor: str = ""
+    """Who speaks in simulations and population generation (`--actor`): `anthropic[:MODEL]`,
+    `openai-compatible[:MODEL]`, `scripted[:RULES.yaml]`; empty = `anthropic` when `ANTHROPIC_API_KEY` is set,
+    else `scripted` ([simulations](simulations.md))."""
+    actor_deadline_s: Seconds = 60.0
+    """Deadline of one actor or text-model completion, retries included."""
+    actor_concurrency: Count = 32
+    """Actor and text-model calls in flight at once, per text model."""
+    judge_concurrency: Annotated[int, Field(ge=2)] = 64
+    """Judge calls in flight at once, per process; a worker's gate, steps and evaluations share this one budget
+    (so at least 2)."""
     gate_parallel: bool = True
-    sinks: bool = True  # run the Postgres sinks inside the worker (false: run `drift sinks` separately)
-    step_deadline_s: float = 10.0
-    fetch_max_wait_ms: int = 10
-    web_host: str = "127.0.0.1"
-    web_port: int = 6066
-    eval_window_s: float = 3600.0
-    eval_threshold: int = 50
-    eval_cron: str = "0 3 * * *"
-    eval_deadline_s: float = 900.0
-    eval_judge_share: float = 0.125  # share of DRIFT_JUDGE_CONCURRENCY evaluations may use (engine.judges.budget)
-    agent_idle_ttl_s: float = 86_400.0  # per-agent state of a worker is dropped after this long idle
-    pending_ttl_s: float = 3_600.0  # earlier attempts of a draft (and its verdict records) are kept this long
-    restore_window_s: float = 900.0  # a table restore reads this much changelog tail (0: all of it); see docs
-    restore_checkpoint_s: float = 10.0  # how often a worker records its changelog end offsets (restore index)
-    kafka_security_protocol: str = "PLAINTEXT"
-    kafka_sasl_mechanism: str | None = None
-    kafka_sasl_username: str | None = None
-    kafka_sasl_password: str | None = field(default=None, repr=False)
-    kafka_ca_file: str | None = None
-    kafka_compression: str = "none"  # codec of the client SDK's producer (the worker decodes every codec)
-    anthropic_api_key: str | None = field(default=None, repr=False)
-    view_token: str | None = field(default=None, repr=False)  # drift view beyond loopback needs it
+    """Judge a draft's dimensions in parallel (`false`: one after the other, as TinyTroupe does)."""
+    sinks: bool = True
+    """Run the PostgreSQL sinks inside the worker (`false`, or `--no-sinks`: run `drift sinks` separately)."""
+    step_deadline_s: Seconds = 10.0
+    """Deadline of one orchestrator step's interventions."""
+    fetch_max_wait_ms: Annotated[int, Field(ge=0, le=60_000)] = 10
+    """The consumers' fetch wait (the embedded broker's long poll sleeps about half of it per hop)."""
+    web_host: Name = "127.0.0.1"
+    """Address of a worker's `/health`, `/stats` and `/metrics`."""
+    web_port: Annotated[int, Field(ge=1, le=65_535)] = 6066
+    """Port of that web server (a second worker on the host takes any free port)."""
+    eval_window_s: Seconds = 3600.0
+    """Periodic evaluation: the window of messages evaluated."""
+    eval_threshold: Count = 50
+    """Periodic evaluation: evaluate an agent once it has this many new messages."""
+    eval_cron: Annotated[str, AfterValidator(_is_crontab)] = "0 3 * * *"
+    """Periodic evaluation: when to evaluate every due agent (cron syntax)."""
+    eval_deadline_s: Seconds = 900.0
+    """Deadline of one evaluation run."""
+    eval_judge_share: Annotated[float, Field(gt=0, lt=1)] = 0.125
+    """Share of `DRIFT_JUDGE_CONCURRENCY` the offline evaluations of a worker may use (at least one slot, and the
+    gate keeps at least one). The gate and the steps are never held below the rest; they borrow the
+    evaluations' slots while those are idle."""
+    agent_idle_ttl_s: TtlSeconds = 86_400.0
+    """A worker drops an agent's state (configuration, recent messages, history) once it has been idle this long
+    (24 h by default), with changelog tombstones; a returning agent starts with an empty similarity window and
+    its stored configuration."""
+    pending_ttl_s: TtlSeconds = 3_600.0
+    """`pending-attempts` (earlier attempts of a draft) and `verdict-records` (redelivery idempotence) entries
+    expire this long after their last write (1 h by default); a later attempt is still judged, among the
+    attempts still known."""
+    restore_window_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 900.0
+    """A table restore reads only this much changelog tail and rebuilds the agents' recent messages from
+    PostgreSQL ([operations](operations.md#start-up-and-restarts)); must exceed the sinks' lag; `0`: whole
+    changelogs, Faust's own restore."""
+    restore_checkpoint_s: Seconds = 10.0
+    """How often a worker records its changelogs' end offsets (the index a bounded restore starts from)."""
+    kafka_security_protocol: SecurityProtocol = "PLAINTEXT"
+    """Security protocol to the broker."""
+    kafka_sasl_mechanism: SaslMechanism | None = None
+    """SASL mechanism."""
+    kafka_sasl_username: Name | None = None
+    """SASL user."""
+    kafka_sasl_password: SecretStr | None = None
+    """SASL password; never printed."""
+    kafka_ca_file: Name | None = None
+    """CA bundle for TLS to the broker."""
+    kafka_compression: Compression = "none"
+    """Codec of the client SDK's producer (the worker decodes every codec whatever this says)."""
+    anthropic_api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("ANTHROPIC_API_KEY"))
+    """The Anthropic key; read from the environment only, never printed."""
+    view_token: SecretStr | None = None
+    """`drift view` bound beyond 127.0.0.1 requires it (the browser presents it once at the login URL); never
+    printed."""
 
-    def __post_init__(self) -> None:
-        for name in ("agent_idle_ttl_s", "pending_ttl_s"):
-            value = getattr(self, name)
-            if not MIN_TTL_S <= value <= MAX_TTL_S:
+    @model_validator(mode="wrap")
+    @classmethod
+    def _one_line_per_bad_value(cls, data: Any, handler: Any) -> Any:
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            raise ConfigurationError("\n".join(_describe(e) for e in exc.errors())) from None
+
+    @model_validator(mode="after")
+    def _sasl_is_complete(self) -> Settings:
+        if self.kafka_security_protocol.startswith("SASL"):
+            missing = [variable(n) for n in ("kafka_sasl_mechanism", "kafka_sasl_username") if not getattr(self, n)]
+            if missing:  # ConfigurationError: not a ValueError, so pydantic passes it through as it is
                 raise ConfigurationError(
-                    f"DRIFT_{name.upper()} must be between {MIN_TTL_S:g} and {MAX_TTL_S:g} seconds, not {value!r}"
+                    f"{missing[0]}: must be set with DRIFT_KAFKA_SECURITY_PROTOCOL={self.kafka_security_protocol} "
+                    "(SASL needs DRIFT_KAFKA_SASL_MECHANISM, DRIFT_KAFKA_SASL_USERNAME and DRIFT_KAFKA_SASL_PASSWORD)"
                 )
-        if self.kafka_security_protocol not in SECURITY_PROTOCOLS:
-            raise ConfigurationError(
-                f"DRIFT_KAFKA_SECURITY_PROTOCOL must be one of {', '.join(SECURITY_PROTOCOLS)}, "
-                f"not {self.kafka_security_protocol!r}"
-            )
-        if self.kafka_compression not in COMPRESSION_TYPES:
-            raise ConfigurationError(
-                f"DRIFT_KAFKA_COMPRESSION must be one of {', '.join(COMPRESSION_TYPES)}, not {self.kafka_compression!r}"
-            )
-        if not 0.0 < self.eval_judge_share < 1.0:
-            raise ConfigurationError(
-                f"DRIFT_EVAL_JUDGE_SHARE must be between 0 and 1 (exclusive), not {self.eval_judge_share!r}"
-            )
-        if self.kafka_sasl_mechanism is not None and self.kafka_sasl_mechanism not in SASL_MECHANISMS:
-            raise ConfigurationError(
-                f"DRIFT_KAFKA_SASL_MECHANISM must be one of {', '.join(SASL_MECHANISMS)}, "
-                f"not {self.kafka_sasl_mechanism!r}"
-            )
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Only the arguments: the environment is read by :meth:`from_env`, at the entry point."""
+        return (init_settings,)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Settings from ``DRIFT_<FIELD>`` variables, then ``overrides`` (CLI flags; None means unset)."""
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            name = "ANTHROPIC_API_KEY" if f.name == "anthropic_api_key" else f"DRIFT_{f.name.upper()}"
-            raw = env.get(name)
-            if raw is not None and raw != "":
-                values[f.name] = _coerce(f.name, raw, cls.__dataclass_fields__[f.name].default)
-        if "database_url" not in values and env.get("DATABASE_URL"):
-            values["database_url"] = env["DATABASE_URL"]
+        found = _Environment(cls, os.environ if environ is None else environ)()
+        values = {_FIELD_OF.get(key, key): value for key, value in found.items() if key not in OWN_VARIABLES}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
     def with_(self, **changes: Any) -> Settings:
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+        """A copy with ``changes`` (None means unchanged), validated like the original."""
+        values = {name: getattr(self, name) for name in type(self).model_fields}
+        return type(self)(**(values | {k: v for k, v in changes.items() if v is not None}))
 
     def topic(self, name: str) -> str:
         return f"{self.topic_prefix}{name}"
@@ -154,13 +252,13 @@ class Settings:
     def public(self) -> dict[str, Any]:
         """The settings with every secret replaced by a marker: safe to print and log."""
         out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in SECRET_FIELDS:
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if name in SECRET_FIELDS:
                 value = "***" if value else None
-            elif f.name == "database_url":
+            elif name == "database_url":
                 value = mask_url(str(value))
-            out[f.name] = str(value) if isinstance(value, Path) else value
+            out[name] = str(value) if isinstance(value, Path) else value
         return out
 
     def database(self) -> str:
@@ -178,23 +276,56 @@ class Settings:
         return "anthropic" if self.anthropic_api_key else "offline"
 
 
+def variable(name: str) -> str:
+    """The environment variable of the field ``name``."""
+    return OWN_VARIABLES.get(name, f"DRIFT_{name.upper()}")
+
+
+#: a field's variable names as the environment source reports them, to field names (flags override by name)
+_FIELD_OF = {
+    "ANTHROPIC_API_KEY": "anthropic_api_key",
+    "DRIFT_DATABASE_URL": "database_url",
+    "DATABASE_URL": "database_url",
+}
+_PARSING = {"int_parsing": "int", "int_from_float": "int", "float_parsing": "float", "bool_parsing": "bool"}
+
+
+class _Environment(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping (tests pass their own, never the real one)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
+
+
+def _describe(error: ErrorDetails) -> str:
+    """``DRIFT_X: …`` for one validation error; a secret's value is never shown."""
+    field = str(error["loc"][0]) if error["loc"] else ""
+    field = _FIELD_OF.get(field, field)
+    name = variable(field) if field in Settings.model_fields else field
+    raw = error.get("input")
+    shown = "" if field in SECRET_FIELDS else f", not {_shown(raw)}"
+    if error["type"] in _PARSING and field not in SECRET_FIELDS:
+        return f"{name}: cannot read {_shown(raw)} as {_PARSING[error['type']]}"
+    if error["type"] == "literal_error":
+        choices = get_args(Settings.model_fields[field].annotation)
+        options = [str(c) for arg in choices for c in (get_args(arg) or (arg,)) if c is not type(None)]
+        return f"{name}: must be one of {', '.join(options)}{shown}"
+    if error["type"] == "string_pattern_mismatch":
+        return f"{name}: must hold only letters, digits, '.', '_' and '-'{shown}"
+    message = re.sub(r"^(Input|String|Value) should", "must", error["msg"].removeprefix("Value error, "))
+    return f"{name}: {message}{shown}"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return repr(value)
+
+
 def embedded_database_url(data_dir: Path) -> str:
     """The URL of the embedded PostgreSQL (``pgserver``) kept in ``data_dir/pgdata`` (a Unix socket)."""
     return f"postgresql://postgres:@/postgres?host={data_dir / 'pgdata'}"
-
-
-def _coerce(name: str, raw: str, default: Any) -> Any:
-    try:
-        if isinstance(default, bool):
-            if raw.lower() not in {"1", "0", "true", "false", "yes", "no"}:
-                raise ValueError(raw)
-            return raw.lower() in {"1", "true", "yes"}
-        if isinstance(default, int):
-            return int(raw)
-        if isinstance(default, float):
-            return float(raw)
-        if isinstance(default, Path):
-            return Path(raw)
-    except ValueError:
-        raise ConfigurationError(f"DRIFT_{name.upper()}: cannot read {raw!r} as {type(default).__name__}") from None
-    return raw

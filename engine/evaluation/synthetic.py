@@ -156,7 +156,7 @@ def make_generator(
         if not settings.anthropic_api_key:
             raise ConfigurationError("--synthetic with the anthropic model needs ANTHROPIC_API_KEY")
         return AnthropicGenerator(
-            api_key=settings.anthropic_api_key,
+            api_key=settings.anthropic_api_key.get_secret_value(),
             model=model or settings.anthropic_model,
             base_url=settings.anthropic_base_url,
         )

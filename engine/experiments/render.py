@@ -6,12 +6,13 @@ Human output rounds scores to 2 decimals and p-values to 3 significant figures; 
 from __future__ import annotations
 
 import base64
-import html
 import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import jinja2
 
 from engine.experiments.analysis import ArmSummary, ExperimentReport, MetricRow
 
@@ -50,28 +51,44 @@ def _paper(row: MetricRow) -> str:
     return f"{row.paper.control:.3f} → {row.paper.treatment:.3f} (p {row.paper.p:.3g})"
 
 
-_HEADER = (
-    "| metric | control | treatment | Δ | 95% CI of Δ | Welch t | p | p (Holm) | Cohen's d | cluster CI of Δ "
-    "| cluster p | paper | direction agrees |"
-)
+HEADER = (
+    "metric", "control", "treatment", "Δ", "95% CI of Δ", "Welch t", "p", "p (Holm)", "Cohen's d", "cluster CI of Δ",
+    "cluster p", "paper", "direction agrees",
+)  # fmt: skip
 
 
-def _row(row: MetricRow) -> str:
+def cells(row: MetricRow) -> list[str]:
+    """The human-readable cells of one metric row, in :data:`HEADER` order (Markdown and HTML render these)."""
     cluster_ci = _ci(row.cluster.interval) if row.cluster else "–"
     cluster_p = _p(row.cluster.p) if row.cluster else "–"
-    cells = [
+    return [
         row.title, _arm(row.control), _arm(row.treatment), _num(row.delta), _ci(row.delta_interval),
         _num(row.welch_t), _p(row.p), _p(row.p_holm), _num(row.cohens_d), cluster_ci, cluster_p, _paper(row),
         _agrees(row),
     ]  # fmt: skip
-    return "| " + " | ".join(cells) + " |"
+
+
+def _md_cell(text: str) -> str:
+    """A Markdown table cell: a ``|`` (metric names come from raw JSON keys) is escaped, a newline flattened."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_row(values: Sequence[str]) -> str:
+    return "| " + " | ".join(_md_cell(v) for v in values) + " |"
 
 
 def markdown(reports: Sequence[ExperimentReport], charts: Mapping[str, Sequence[Path]] | None = None) -> str:
     lines: list[str] = []
     for report in reports:
-        lines += [f"## {report.name}", "", f"Source: `{report.source}`", "", _HEADER, "|" + "---|" * 13]
-        lines += [_row(row) for row in report.rows]
+        lines += [
+            f"## {report.name}",
+            "",
+            f"Source: `{report.source}`",
+            "",
+            _md_row(HEADER),
+            "|---" * len(HEADER) + "|",
+        ]
+        lines += [_md_row(cells(row)) for row in report.rows]
         lines += (
             [""] + [f"- {note}" for note in report.notes] + [f"- {r.title}: {r.note}" for r in report.rows if r.note]
         )
@@ -127,32 +144,39 @@ def as_json(reports: Sequence[ExperimentReport]) -> str:
     return json.dumps(body, indent=2)
 
 
+_PAGE = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined).from_string(
+    """<!doctype html><html><head><meta charset="utf-8"><title>persona-drift experiment report</title><style>
+body{font-family:system-ui,sans-serif;margin:2rem;color:#222}table{border-collapse:collapse;margin:1rem 0}
+td,th{border:1px solid #ccc;padding:.3rem .5rem;text-align:right}
+td:first-child,th:first-child{text-align:left}
+img{max-width:48%;margin:.5rem;border:1px solid #eee}</style></head><body>
+<h1>Experiment report</h1>
+{% for report in reports %}
+<h2>{{ report.name }}</h2><p>Source: <code>{{ report.source }}</code></p>
+<table><tr>{% for name in header %}<th>{{ name }}</th>{% endfor %}</tr>
+{% for row in report.rows %}<tr>{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>
+{% endfor %}</table>
+{% for note in report.notes %}<p class="note">{{ note }}</p>
+{% endfor %}{% for chart in report.charts %}<img alt="{{ chart.alt }}" src="data:image/png;base64,{{ chart.data }}">
+{% endfor %}{% endfor %}</body></html>
+"""
+)
+
+
 def as_html(reports: Sequence[ExperimentReport], charts: Mapping[str, Sequence[Path]] | None = None) -> str:
-    """One self-contained page: the tables, the notes, and every chart embedded as a PNG data URI."""
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>persona-drift experiment report</title><style>",
-        "body{font-family:system-ui,sans-serif;margin:2rem;color:#222}table{border-collapse:collapse;margin:1rem 0}",
-        "td,th{border:1px solid #ccc;padding:.3rem .5rem;text-align:right}",
-        "td:first-child,th:first-child{text-align:left}",
-        "img{max-width:48%;margin:.5rem;border:1px solid #eee}</style></head><body>",
-        "<h1>Experiment report</h1>",
+    """One self-contained page: the tables, the notes, and every chart embedded as a PNG data URI, rendered from
+    the rows' cells (never from the Markdown) through an autoescaping template."""
+    pages = [
+        {
+            "name": report.name,
+            "source": report.source,
+            "rows": [cells(row) for row in report.rows],
+            "notes": list(report.notes),
+            "charts": [
+                {"alt": path.stem, "data": base64.b64encode(path.read_bytes()).decode()}
+                for path in (charts or {}).get(report.name, ())
+            ],
+        }
+        for report in reports
     ]
-    for report in reports:
-        parts.append(f"<h2>{html.escape(report.name)}</h2><p>Source: <code>{html.escape(report.source)}</code></p>")
-        parts.append(_html_table(report.rows))
-        parts += [f"<p class='note'>{html.escape(note)}</p>" for note in report.notes]
-        for path in (charts or {}).get(report.name, ()):
-            data = base64.b64encode(path.read_bytes()).decode()
-            parts.append(f"<img alt='{html.escape(path.stem)}' src='data:image/png;base64,{data}'>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
-
-
-def _html_table(rows: Sequence[MetricRow]) -> str:
-    header = [c.strip() for c in _HEADER.strip("|").split("|")]
-    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
-    for row in rows:
-        cells = [c.strip() for c in _row(row).strip("|").split(" | ")]
-        out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-    out.append("</table>")
-    return "\n".join(out)
+    return _PAGE.render(reports=pages, header=HEADER)

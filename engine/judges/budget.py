@@ -27,7 +27,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from engine.errors import ConfigurationError, JudgeTimeout
+from engine.errors import JudgeTimeout
 from engine.judges.base import Judge, JudgeRequest, JudgeResult, WrappedJudge
 
 GATE_LANE, EVAL_LANE = "gate", "evaluations"
@@ -47,14 +47,7 @@ class BudgetLane:
 
 def eval_slots(total: int, share: float) -> int:
     """The evaluations' slots of ``total``: ``floor(share × total)``, at least 1 and at most ``total − 1`` (the
-    gate keeps one); refuses a budget too small to split."""
-    if total < 2:
-        raise ConfigurationError(
-            f"DRIFT_JUDGE_CONCURRENCY must be at least 2 in a worker (the gate and the evaluations share it), "
-            f"got {total}"
-        )
-    if not 0.0 < share < 1.0:
-        raise ConfigurationError(f"DRIFT_EVAL_JUDGE_SHARE must be between 0 and 1 (exclusive), got {share}")
+    gate keeps one). ``total`` ≥ 2 and 0 < ``share`` < 1 are bounds of the settings (engine.settings)."""
     return min(max(1, math.floor(share * total)), total - 1)
 
 

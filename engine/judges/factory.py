@@ -20,6 +20,7 @@ from engine.judges.offline import OfflineJudge
 from engine.judges.openai_compat import OpenAICompatibleJudge
 from engine.judges.replay import RecordingJudge, ReplayJudge
 from engine.judges.scripted import ScriptedJudge
+from engine.retry import RetryCounter, no_count
 from engine.settings import Settings
 
 JUDGE_CHOICES = ("anthropic", "openai-compatible", "offline", "scripted:FILE", "replay:FILE")
@@ -32,23 +33,27 @@ def make_judge(
     record: Path | None = None,
     environ: Mapping[str, str] | None = None,
     own_limits: bool = True,
+    on_retry: RetryCounter = no_count,
 ) -> Judge:
     """The judge named by ``spec``; ``environ`` (default ``os.environ``) supplies ``OPENAI_API_KEY``.
 
     An LLM judge caps its calls in flight at ``DRIFT_JUDGE_CONCURRENCY`` and bounds each by
     ``DRIFT_JUDGE_DEADLINE_S``; ``own_limits=False`` leaves both to the caller (a worker's
-    :class:`engine.judges.budget.JudgeBudget`), so each is applied once per call path."""
+    :class:`engine.judges.budget.JudgeBudget`), so each is applied once per call path. An LLM judge tells
+    ``on_retry`` of every retry (a worker counts them in ``drift_retries_total``)."""
     spec = spec.strip() or settings.effective_judge()
     kind, _, argument = spec.partition(":")
-    judge = _build(kind, argument, settings, os.environ if environ is None else environ, own_limits)
+    judge = _build(kind, argument, settings, os.environ if environ is None else environ, own_limits, on_retry)
     return RecordingJudge(judge, record) if record is not None else judge
 
 
-def _build(kind: str, argument: str, settings: Settings, environ: Mapping[str, str], own_limits: bool) -> Judge:
+def _build(
+    kind: str, argument: str, settings: Settings, environ: Mapping[str, str], own_limits: bool, on_retry: RetryCounter
+) -> Judge:
     policy = (
-        CallPolicy(deadline_s=settings.judge_deadline_s, concurrency=settings.judge_concurrency)
+        CallPolicy(deadline_s=settings.judge_deadline_s, concurrency=settings.judge_concurrency, on_retry=on_retry)
         if own_limits
-        else CallPolicy(deadline_s=None, concurrency=None)
+        else CallPolicy(deadline_s=None, concurrency=None, on_retry=on_retry)
     )
     if kind in {"scripted", "replay"}:
         if not argument:
@@ -62,7 +67,7 @@ def _build(kind: str, argument: str, settings: Settings, environ: Mapping[str, s
                 "(offline, scripted:FILE, replay:FILE, openai-compatible)"
             )
         return AnthropicJudge(
-            api_key=settings.anthropic_api_key,
+            api_key=settings.anthropic_api_key.get_secret_value(),
             model=argument or settings.anthropic_model,
             base_url=settings.anthropic_base_url,
             policy=policy,

@@ -40,6 +40,7 @@ from engine.judges.base import ClaimAnswer, JudgeRequest, JudgeResult
 from engine.judges.parsing import parse_answers
 from engine.models import TokenUsage
 from engine.prompts import Prompt, build_prompt, double_check_turn, repair_turn
+from engine.retry import Backoff, RetryCounter, RetryPolicy, no_count, retrying
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -73,14 +74,8 @@ class CallPolicy:
     max_attempts: int = 6
     backoff_base_s: float = 0.05
     backoff_max_s: float = 1.0
-
-    def __post_init__(self) -> None:
-        bad_deadline = self.deadline_s is not None and self.deadline_s <= 0
-        if bad_deadline or (self.concurrency is not None and self.concurrency < 1) or self.max_attempts < 1:
-            raise JudgeError(
-                "a judge needs deadline_s > 0, concurrency >= 1 (or None for both) and max_attempts >= 1, got "
-                f"{self.deadline_s}, {self.concurrency} and {self.max_attempts}"
-            )
+    #: told of every retry (a worker counts them in ``drift_retries_total``)
+    on_retry: RetryCounter = field(default=no_count, compare=False)
 
     def slots(self) -> contextlib.AbstractAsyncContextManager[object]:
         """What a call holds while it runs: a slot of a semaphore of ``concurrency``, or nothing when uncapped."""
@@ -110,25 +105,18 @@ class PolicedCalls:
             raise JudgeTimeout(f"{self.name}: no answer within {self.policy.deadline_s:g} s") from None
 
     async def retrying(self, send: Callable[[], Awaitable[T]], what: str = "judge") -> T:
-        """``send()``, retried on :class:`TransientCallError` at most ``policy.max_attempts`` times."""
-        attempt = 1
-        while True:
-            try:
-                return await send()
-            except TransientCallError as error:
-                if attempt >= self.policy.max_attempts:
-                    raise JudgeError(f"{self.name}: gave up after {attempt} attempts: {error.reason}") from None
-                delay = self.backoff(attempt, error.retry_after)
-                log.info("%s %s: %s; retry %d in %.3f s", what, self.name, error.reason, attempt, delay)
-                await asyncio.sleep(delay)
-                attempt += 1
-
-    def backoff(self, attempt: int, retry_after: float | None) -> float:
-        ceiling = min(self.policy.backoff_max_s, self.policy.backoff_base_s * 2 ** (attempt - 1))
-        delay = self._rng.uniform(ceiling / 2, ceiling)
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, self.policy.backoff_max_s))
-        return delay
+        """``send()``, retried on :class:`TransientCallError` at most ``policy.max_attempts`` times (the one retry
+        policy, :mod:`engine.retry`: jittered exponential backoff honouring ``retry-after``); the deadline is
+        :meth:`bounded`'s."""
+        policy = RetryPolicy(
+            what.replace(" ", "_"), lambda error: isinstance(error, TransientCallError),
+            Backoff(self.policy.backoff_base_s, self.policy.backoff_max_s, self._rng), self.policy.max_attempts,
+        )  # fmt: skip
+        try:
+            return await retrying(send, policy, self.policy.on_retry)
+        except TransientCallError as error:
+            attempts = self.policy.max_attempts
+            raise JudgeError(f"{self.name}: gave up after {attempts} attempts: {error.reason}") from None
 
 
 @dataclass

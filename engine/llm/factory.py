@@ -46,7 +46,8 @@ def make_text_model(
     if kind == "anthropic":
         if not settings.anthropic_api_key:
             raise ConfigurationError("ANTHROPIC_API_KEY is not set: export it, or choose --actor scripted")
-        return AnthropicTextModel(api_key=settings.anthropic_api_key, model=argument or settings.anthropic_model,
+        key = settings.anthropic_api_key.get_secret_value()
+        return AnthropicTextModel(api_key=key, model=argument or settings.anthropic_model,
                                   base_url=settings.anthropic_base_url, policy=policy)  # fmt: skip
     if kind == "openai-compatible":
         return OpenAICompatibleTextModel(base_url=settings.openai_base_url, model=argument or settings.openai_model,

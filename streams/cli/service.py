@@ -27,6 +27,7 @@ from streams.cli.common import (
 
 if TYPE_CHECKING:
     from engine.judges.base import Judge
+    from streams.services.stats import RetryCounts
 
 app = typer.Typer()
 
@@ -129,6 +130,16 @@ def _start_embedded(
     return settings, kill_all(*kills)
 
 
+def _worker_judge(settings: Settings) -> tuple[Judge, RetryCounts]:
+    """A worker's judge, without limits of its own (the worker's budget applies them), and the worker's
+    ``drift_retries_total``, which counts the judge's retries too."""
+    from engine.judges.factory import make_judge
+    from streams.services.stats import RetryCounts
+
+    retries = RetryCounts()
+    return make_judge(settings.judge, settings, own_limits=False, on_retry=retries), retries
+
+
 @app.command()
 def up(
     kafka_port: Annotated[int, typer.Option("--kafka-port", help="Port of the embedded broker.")] = 9092,
@@ -146,7 +157,6 @@ def up(
     Prints one line starting with 'ready' (bootstrap server and database URL) once the worker has its
     partitions. SIGINT/SIGTERM stop everything. --broker / --database use running services instead.
     """
-    from engine.judges.factory import make_judge
     from engine.library import PropositionLibrary
     from streams.worker.shutdown import interrupts_abort
 
@@ -155,13 +165,14 @@ def up(
     _usable_data_dir(settings.data_dir)
     _warn_if_empty(settings)
     PropositionLibrary(settings.propositions_dir).validate()
-    judge_impl = make_judge(settings.judge, settings, own_limits=False)  # the worker's judge budget applies them
+    judge_impl, retries = _worker_judge(settings)
     settings = _free_web_port(settings)
     wait_s = settings.connect_timeout_s if broker else max(15.0, settings.connect_timeout_s)  # embedded: just started
     with contextlib.ExitStack() as stack:
         settings, kill = _start_embedded(stack, settings, database=database, broker=broker, kafka_port=kafka_port)
         try:
-            _serve_stack(settings, judge_impl, kill, partitions=partitions, wait_s=wait_s, verbose=verbose)
+            _serve_stack(settings, judge_impl, kill, partitions=partitions, wait_s=wait_s, verbose=verbose,
+                         retries=retries)  # fmt: skip
         finally:
             with interrupts_abort(kill):  # the worker is down: stop the broker, then the database
                 stack.close()
@@ -169,8 +180,9 @@ def up(
 
 
 def _serve_stack(
-    settings: Settings, judge: Judge, kill: Callable[[], None], *, partitions: int, wait_s: float, verbose: bool
-) -> None:
+    settings: Settings, judge: Judge, kill: Callable[[], None], *, partitions: int, wait_s: float, verbose: bool,
+    retries: RetryCounts,
+) -> None:  # fmt: skip
     """``drift up`` once its services run: migrate, create the topics, run the worker until it is stopped."""
     with quiet_kafka_logs(verbose):
         run(_prepare(settings, partitions, wait_s))
@@ -181,7 +193,7 @@ def _serve_stack(
     ready = (f"ready broker={mask_url(settings.broker)} database={database_shown} judge={judge.name} "
              f"web=http://{settings.web_host}:{settings.web_port}")  # fmt: skip
     run_worker(settings, judge, partitions=partitions, on_ready=lambda: _say(ready), on_abort=kill,
-               loglevel="INFO" if verbose else "WARNING")  # fmt: skip
+               loglevel="INFO" if verbose else "WARNING", retries=retries)  # fmt: skip
 
 
 @app.command()
@@ -196,7 +208,6 @@ def worker(
     verbose: VerboseOpt = False,
 ) -> None:
     """Run a gate worker against the configured broker and database (scale out by running several)."""
-    from engine.judges.factory import make_judge
     from engine.library import PropositionLibrary
 
     settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions)
@@ -204,7 +215,7 @@ def worker(
         settings = settings.with_(sinks=False)
     _warn_if_empty(settings)
     PropositionLibrary(settings.propositions_dir).validate()
-    judge_impl = make_judge(settings.judge, settings, own_limits=False)  # the worker's judge budget applies them
+    judge_impl, retries = _worker_judge(settings)
     settings = _free_web_port(settings)
     with quiet_kafka_logs(verbose):
         created = run(_reachable(settings, partitions))
@@ -216,7 +227,7 @@ def worker(
     ready = (f"ready worker broker={mask_url(settings.broker)} judge={judge_impl.name} "
              f"prefix={settings.topic_prefix} web=http://{settings.web_host}:{settings.web_port}")  # fmt: skip
     run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready),
-               loglevel="INFO" if verbose else "WARNING")  # fmt: skip
+               loglevel="INFO" if verbose else "WARNING", retries=retries)  # fmt: skip
     print("stopped", file=sys.stderr)
 
 

@@ -39,7 +39,7 @@ def view(
 ) -> None:
     """Serve the web page: live verdicts, per-agent scores over time, evaluation and format runs (read-only)."""
     settings = settings_from(broker=broker, database=database, prefix=prefix)
-    token = settings.view_token or ""
+    token = settings.view_token.get_secret_value() if settings.view_token else ""
     if not is_loopback(host) and not token:
         raise ConfigurationError(
             f"refusing to serve on {host} without a token: set DRIFT_VIEW_TOKEN (or bind 127.0.0.1)"

@@ -27,12 +27,15 @@ from aiokafka.errors import KafkaError
 
 from engine.errors import DriftError, PayloadError
 from engine.models import Event, EventKind
+from engine.retry import Backoff, RetryCounter, RetryPolicy, no_count, retrying
 from engine.settings import Settings
 from streams.wire.kafka import consumer_kwargs, start_with_retry
 from streams.wire.payloads import Message, decode
 from streams.wire.topics import Topics
 
 log = logging.getLogger(__name__)
+#: the history feed reconnecting after a failure: 0.5 s doubling to 5 s, jittered
+HISTORY_BACKOFF = Backoff(0.5, 5.0)
 
 #: Events kept per agent (its actions, stimuli it received: the intervention window's last_n) and per
 #: (run, channel); the least recently written agents and channels beyond MAX_* are forgotten.
@@ -202,8 +205,9 @@ class HistoryFeed:
     fetch long-poll (about 11 ms per step on the embedded broker instead of 0.4 ms).
     """
 
-    def __init__(self, settings: Settings, view: HistoryView) -> None:
+    def __init__(self, settings: Settings, view: HistoryView, on_retry: RetryCounter = no_count) -> None:
         self.settings = settings
+        self._on_retry = on_retry
         self.topic = Topics(settings.topic_prefix).messages
         self.view = view
         self._offsets: AIOKafkaConsumer | None = None
@@ -212,13 +216,12 @@ class HistoryFeed:
         self._progress = asyncio.Condition()
 
     async def run_forever(self) -> None:
-        """Follow the topic until cancelled; after a failure, reconnect and go on where it stopped."""
-        while True:
-            try:
-                await self.run()
-            except (KafkaError, OSError, DriftError) as exc:
-                log.warning("history feed of %s failed (%s); reconnecting", self.topic, exc)
-                await asyncio.sleep(1.0)
+        """Follow the topic until cancelled; after a failure, reconnect (the one retry policy, jittered, no
+        deadline) and go on where it stopped."""
+        policy = RetryPolicy("history_feed", lambda exc: isinstance(exc, KafkaError | OSError | DriftError),
+                             HISTORY_BACKOFF, level=logging.WARNING)  # fmt: skip
+        while True:  # run() only ends by failing; a run that ends anyway starts again
+            await retrying(self.run, policy, self._on_retry)
 
     async def run(self) -> None:
         """Read the topic from the last applied positions (the beginning at first), then follow it."""
@@ -226,7 +229,7 @@ class HistoryFeed:
         offsets = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
         try:
             for client in (reader, offsets):
-                await start_with_retry(client, self.settings.broker, 30.0)
+                await start_with_retry(client, self.settings.broker, 30.0, self._on_retry)
             partitions = await self._partitions(reader)
             reader.assign(partitions)
             fresh = [tp for tp in partitions if tp not in self._positions]

@@ -107,7 +107,7 @@ def credentials(settings: Settings) -> Any:
     if settings.kafka_security_protocol.startswith("SASL"):
         return faust.SASLCredentials(
             username=settings.kafka_sasl_username,
-            password=settings.kafka_sasl_password,
+            password=settings.kafka_sasl_password.get_secret_value() if settings.kafka_sasl_password else None,
             mechanism=settings.kafka_sasl_mechanism,
             ssl_context=context,
         )

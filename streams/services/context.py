@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from engine.errors import ConfigurationError
+from engine.retry import Backoff, RetryCounter, RetryPolicy, no_count, retrying
 from streams.services.configs import ConfigCache
 from streams.services.gate import Sender
 from streams.services.stats import GateStats
@@ -34,7 +35,8 @@ DeadLetter = Callable[[Any, str], Awaitable[None]]  # (Faust event or message, r
 StoreAccess = Callable[[], Awaitable[Store]]
 Ack = Callable[[Any], None]
 
-STORE_RETRY_MAX_S = 5.0
+#: a worker's database while it is away: 0.25 s doubling to 5 s, jittered
+STORE_BACKOFF = Backoff(0.25, 5.0)
 
 
 class DeadLetters:
@@ -66,10 +68,11 @@ class WorkerStore:
     """The worker's database: opened once by :meth:`open` (retrying until it answers); ``await worker_store()``
     waits for it. ``waiting_for`` says why the worker is not ready yet (``/health``), None once it is."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, on_retry: RetryCounter = no_count) -> None:
         if not url:
             raise ConfigurationError("the worker needs a database URL (DRIFT_DATABASE_URL or an embedded data dir)")
         self._url = url
+        self.on_retry = on_retry  # also counts the retries of a restore's own pool (streams.worker.restoring)
         self._store: Store | None = None
         self.ready = asyncio.Event()
         self.waiting_for: str | None = "starting"
@@ -87,24 +90,25 @@ class WorkerStore:
     async def open(self, configs: ConfigCache) -> None:
         """Connect, migrate and load the agent configurations into ``configs``, retrying (with the reason in
         :attr:`waiting_for`) until the database answers: a worker never gates with defaults because its
-        database is not there yet."""
-        delay = 0.25
-        while True:
-            try:
-                if self._store is None:
-                    self.waiting_for = "connecting to the database"
-                    self._store = await Store.connect(self._url)
-                self.waiting_for = "migrating the database"
-                await self._store.migrate()
-                self.waiting_for = "loading agent configurations"
-                await configs.load(self._store)
-                break
-            except ConfigurationError:
-                raise
-            except Exception as exc:  # unreachable, restarting, locked: wait and say why
-                self.waiting_for = f"waiting for the database: {exc}"
-                log.warning("%s; retrying in %.1f s", self.waiting_for, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, STORE_RETRY_MAX_S)
+        database is not there yet. The retries are the one policy's (:mod:`engine.retry`), jittered so the
+        workers of a fleet do not all come back at once, with no deadline."""
+        policy = RetryPolicy("database_open", lambda exc: isinstance(exc, Exception) and
+                             not isinstance(exc, ConfigurationError), STORE_BACKOFF, level=logging.WARNING)  # fmt: skip
+        await retrying(lambda: self._open_once(configs), policy, self.on_retry)
         self.waiting_for = None
         self.ready.set()
+
+    async def _open_once(self, configs: ConfigCache) -> None:
+        try:
+            if self._store is None:
+                self.waiting_for = "connecting to the database"
+                self._store = await Store.connect(self._url)
+            self.waiting_for = "migrating the database"
+            await self._store.migrate()
+            self.waiting_for = "loading agent configurations"
+            await configs.load(self._store)
+        except ConfigurationError:
+            raise
+        except Exception as exc:  # unreachable, restarting, locked: say why, then the policy waits
+            self.waiting_for = f"waiting for the database: {exc}"
+            raise

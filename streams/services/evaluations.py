@@ -31,8 +31,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from croniter import croniter
-
 from engine.errors import ConfigurationError, PayloadError, ServiceError
 from engine.evaluation.run import run_evaluation
 from engine.judges.base import Judge
@@ -220,8 +218,6 @@ class EvaluationService:
     def __init__(
         self, settings: Settings, judge: Judge, store: StoreAccess, send: Sender, dead_letter: DeadLetter
     ) -> None:
-        if not croniter.is_valid(settings.eval_cron):
-            raise ConfigurationError(f"DRIFT_EVAL_CRON: {settings.eval_cron!r} is not a crontab expression")
         self.settings = settings
         self.judge = judge
         self.store = store

@@ -7,9 +7,9 @@ process of their own (``drift sinks``; ``drift worker --no-sinks``) so that the 
 A batch is written with ``ON CONFLICT DO NOTHING`` on its natural key, then its offsets are committed: a
 redelivered record never makes a duplicate row and a crash never loses one. Dead-letter rules
 (:mod:`streams.store.errors`): a database that is away or busy stalls the sink, which retries with backoff and
-never drops a record; a record the database refuses (data or integrity error) is found by splitting the batch
-and sent to ``dlq`` with the database's reason, and the rest is written; a record that cannot be decoded goes
-to ``dlq`` too. A dead letter is on the broker before the batch's offsets are committed.
+never drops a record (:data:`SINK_WRITE_BACKOFF`); a record the database refuses (data or integrity error) is
+found by splitting the batch and sent to ``dlq`` with the database's reason, and the rest is written; a record
+that cannot be decoded goes to ``dlq`` too. A dead letter is on the broker before the batch's offsets are committed.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any, Literal
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from engine.errors import PayloadError
+from engine.retry import Backoff, RetryCounter, RetryPolicy, no_count, retrying
 from engine.settings import Settings
 from streams.runtime.history import record_key
 from streams.store import Store
@@ -71,10 +72,12 @@ Reject = Callable[[Any, str], Awaitable[None]]
 
 
 async def run_sink(
-    settings: Settings, store: Callable[[], Awaitable[Store]], table: Table, started: Callable[[], None] = lambda: None
-) -> None:
+    settings: Settings, store: Callable[[], Awaitable[Store]], table: Table, started: Callable[[], None] = lambda: None,
+    on_retry: RetryCounter = no_count,
+) -> None:  # fmt: skip
     """Consume the sink's topic until cancelled; ``store`` returns the (possibly not yet connected) store.
-    ``started`` is called once the consumer and the dead-letter producer are connected to the broker."""
+    ``started`` is called once the consumer and the dead-letter producer are connected to the broker; every
+    retry (connecting, writing) is told to ``on_retry``."""
     topic, model = _source(settings, table)
     consumer = AIOKafkaConsumer(
         topic,
@@ -90,8 +93,8 @@ async def run_sink(
     reject = functools.partial(dead_letter, producer, Topics(settings.topic_prefix).dlq, table)
     try:  # a consumer or producer cancelled while it starts (an early Ctrl-C) is closed too
         wait_s = max(30.0, settings.connect_timeout_s)
-        await start_with_retry(consumer, settings.broker, wait_s)
-        await start_with_retry(producer, settings.broker, wait_s)
+        await start_with_retry(consumer, settings.broker, wait_s, on_retry)
+        await start_with_retry(producer, settings.broker, wait_s, on_retry)
         started()
         while True:
             batches = await consumer.getmany(timeout_ms=200, max_records=BATCH)
@@ -99,7 +102,7 @@ async def run_sink(
             if not records:
                 continue
             items = await decode_items(model, records, reject)
-            await write_batch(_writer(await store(), table), table, items, reject)
+            await write_batch(_writer(await store(), table), table, items, reject, on_retry)
             await consumer.commit()
     finally:
         try:
@@ -138,44 +141,47 @@ class PermanentWriteError(Exception):
 
 
 async def write_batch(
-    write: Callable[[Sequence[Any]], Awaitable[None]], table: str, items: list[SinkItem], reject: Reject
-) -> None:
+    write: Callable[[Sequence[Any]], Awaitable[None]], table: str, items: list[SinkItem], reject: Reject,
+    on_retry: RetryCounter = no_count,
+) -> None:  # fmt: skip
     """Write ``items``, retrying transient errors; on a permanent error split the batch in halves until the
     refused record is alone, dead-letter it with the database's reason and write the others."""
     if not items:
         return
     try:
-        await _write_with_retry(write, table, [item.value for item in items])
+        await _write_with_retry(write, table, [item.value for item in items], on_retry)
     except PermanentWriteError as exc:
         if len(items) == 1:
             log.warning("%s sink: dead-lettered a record the database refused: %s", table, exc)
             await reject(items[0].record, f"the database refused it: {exc}")
             return
         middle = len(items) // 2
-        await write_batch(write, table, items[:middle], reject)
-        await write_batch(write, table, items[middle:], reject)
+        await write_batch(write, table, items[:middle], reject, on_retry)
+        await write_batch(write, table, items[middle:], reject, on_retry)
 
 
-async def _write_with_retry(write: Callable[[Sequence[Any]], Awaitable[None]], table: str, records: list[Any]) -> None:
-    delay = 0.1
-    while True:
-        try:
-            await write(records)
-            return
-        except Exception as exc:
-            kind = classify(exc)
-            if kind is None:
-                raise
-            if kind == "permanent":
-                raise PermanentWriteError(describe(exc)) from exc
-            log.warning("%s sink: database write failed (%s); retrying in %.1fs", table, describe(exc), delay)
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 5.0)
+#: a sink's database writes: retried while the database is away or busy, with no cap and no deadline (a sink
+#: stalls rather than drop a record); jittered so the sinks of many workers do not return in a herd
+SINK_WRITE_BACKOFF = Backoff(0.1, 5.0)
+
+
+async def _write_with_retry(
+    write: Callable[[Sequence[Any]], Awaitable[None]], table: str, records: list[Any], on_retry: RetryCounter
+) -> None:
+    policy = RetryPolicy(f"{table}_sink_write", lambda exc: classify(exc) == "transient", SINK_WRITE_BACKOFF,
+                         level=logging.WARNING)  # fmt: skip
+    try:
+        await retrying(lambda: write(records), policy, on_retry)
+    except Exception as exc:
+        if classify(exc) == "permanent":
+            raise PermanentWriteError(describe(exc)) from exc
+        raise
 
 
 async def run_sinks(
-    settings: Settings, store: Callable[[], Awaitable[Store]], on_ready: Callable[[], None] = lambda: None
-) -> None:
+    settings: Settings, store: Callable[[], Awaitable[Store]], on_ready: Callable[[], None] = lambda: None,
+    on_retry: RetryCounter = no_count,
+) -> None:  # fmt: skip
     """Every sink, until cancelled; ``on_ready`` once every sink's consumer is connected."""
     waiting = set(SINK_TABLES)
 
@@ -184,4 +190,4 @@ async def run_sinks(
         if not waiting:
             on_ready()
 
-    await asyncio.gather(*(run_sink(settings, store, t, functools.partial(started, t)) for t in SINK_TABLES))
+    await asyncio.gather(*(run_sink(settings, store, t, functools.partial(started, t), on_retry) for t in SINK_TABLES))

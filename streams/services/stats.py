@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import prometheus_client
 from prometheus_client import Histogram
 
 from engine.gate import AttemptResult
@@ -38,6 +39,24 @@ class Moments:
     def summary(self) -> dict[str, float | int]:
         mean = self.total / self.n
         return {"n": self.n, "mean": mean, "sd": max(self.squares / self.n - mean * mean, 0.0) ** 0.5}
+
+
+class RetryCounts:
+    """``drift_retries_total{operation}``: every retry of the one retry policy (:mod:`engine.retry`) in this
+    process, by operation; a :class:`engine.retry.RetryCounter` (call it with the operation's name)."""
+
+    def __init__(self) -> None:
+        self.counter = prometheus_client.Counter(
+            "drift_retries", "Retries (not first attempts) by operation.", ["operation"], registry=None
+        )
+
+    def __call__(self, operation: str) -> None:
+        self.counter.labels(operation=operation).inc()
+
+    def value(self, operation: str) -> float:
+        """The retries of ``operation`` so far."""
+        samples = (s for m in self.counter.collect() for s in m.samples if s.name == "drift_retries_total")
+        return next((s.value for s in samples if s.labels.get("operation") == operation), 0.0)
 
 
 @dataclass
@@ -73,6 +92,7 @@ class GateStats:
             "drift_verdict_latency_seconds", "Draft arrival to verdict sent.", buckets=LATENCY_BUCKETS_S, registry=None
         )
     )
+    retries: RetryCounts = field(default_factory=RetryCounts)
     judge_latency: Histogram = field(
         default_factory=lambda: Histogram(
             "drift_judge_latency_seconds", "One judge call (every caller).", buckets=LATENCY_BUCKETS_S, registry=None

@@ -56,6 +56,11 @@ class LiveVerdicts:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
+    @property
+    def subscribers(self) -> int:
+        """How many live streams are subscribed now."""
+        return len(self._subscribers)
+
     def publish(self, verdict: dict[str, Any]) -> None:
         self.recent.append(verdict)
         for queue in self._subscribers:

@@ -8,15 +8,18 @@ never logged either way).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from aiohttp_sse import EventSourceResponse, sse_response
 
 from engine.evaluation.baseline import load_baseline
 from engine.evaluation.regression import REGRESSION_DROP
@@ -32,6 +35,9 @@ QUERIES = web.AppKey("queries", ViewQueries)
 LIVE = web.AppKey("live", LiveVerdicts)
 SETTINGS = web.AppKey("settings", Settings)
 TOKEN = web.AppKey("token", str)
+KEEPALIVE = web.AppKey("keepalive", float)
+#: seconds between keep-alive comments on an idle live stream (proxies commonly cut a silent one after 30-60 s)
+KEEPALIVE_S = 15.0
 
 
 def _bad(message: str) -> web.HTTPBadRequest:
@@ -86,12 +92,28 @@ async def index(_: web.Request) -> web.StreamResponse:
 
 
 async def live(request: web.Request) -> web.StreamResponse:
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-    await response.prepare(request)
+    """Server-sent events of the verdicts matching the query's filters, with a keep-alive comment every
+    ``KEEPALIVE`` seconds (proxies cut idle streams). A failed keep-alive or send means the page is gone: the
+    subscription ends then, even when the filter matched nothing since."""
     filters = {k: request.query.get(k, "") for k in ("agent", "run", "outcome")}
-    async for verdict in request.app[LIVE].subscribe(filters):
-        await response.write(f"data: {json.dumps(verdict)}\n\n".encode())
+    async with sse_response(request, ping_interval=request.app[KEEPALIVE]) as response:
+        forward = asyncio.create_task(_forward(response, request.app[LIVE].subscribe(filters)))
+        try:
+            await response.wait()  # returns once a keep-alive or a send fails (the client is gone)
+        finally:
+            forward.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError, TimeoutError):
+                await forward
     return response
+
+
+async def _forward(response: EventSourceResponse, verdicts: AsyncIterator[dict[str, Any]]) -> None:
+    """Send each verdict; however this ends (a failed send included), the stream ends with it."""
+    try:
+        async for verdict in verdicts:
+            await response.send(json.dumps(verdict))
+    finally:
+        response.stop_streaming()
 
 
 async def verdicts(request: web.Request) -> web.Response:
@@ -183,10 +205,12 @@ async def format_items(request: web.Request) -> web.Response:
 
 
 def build_app(
-    settings: Settings, queries: ViewQueries, live_verdicts: LiveVerdicts, token: str = ""
-) -> web.Application:
+    settings: Settings, queries: ViewQueries, live_verdicts: LiveVerdicts, token: str = "",
+    *, keepalive_s: float = KEEPALIVE_S,
+) -> web.Application:  # fmt: skip
     app = web.Application(middlewares=[require_token])
     app[QUERIES], app[LIVE], app[SETTINGS], app[TOKEN] = queries, live_verdicts, settings, token
+    app[KEEPALIVE] = keepalive_s
     app.router.add_get("/", index)
     app.router.add_get("/login", login)
     app.router.add_static("/static/", STATIC)

@@ -13,6 +13,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 from aiokafka.helpers import create_ssl_context
 
 from engine.errors import ConfigurationError, ServiceError
+from engine.retry import Backoff, RetryCounter, RetryPolicy, no_count, retrying
 from engine.settings import Settings
 from streams.wire.topics import all_topics, topic_configs
 
@@ -39,15 +40,11 @@ def client_kwargs(settings: Settings) -> dict[str, Any]:
     context = ssl_context(settings)
     if context is not None:
         kwargs["ssl_context"] = context
-    if settings.kafka_security_protocol.startswith("SASL"):
-        if not (settings.kafka_sasl_mechanism and settings.kafka_sasl_username):
-            raise ConfigurationError(
-                "SASL needs DRIFT_KAFKA_SASL_MECHANISM, DRIFT_KAFKA_SASL_USERNAME and DRIFT_KAFKA_SASL_PASSWORD"
-            )
+    if settings.kafka_security_protocol.startswith("SASL"):  # complete: engine.settings checks it
         kwargs.update(
             sasl_mechanism=settings.kafka_sasl_mechanism,
             sasl_plain_username=settings.kafka_sasl_username,
-            sasl_plain_password=settings.kafka_sasl_password or "",
+            sasl_plain_password=settings.kafka_sasl_password.get_secret_value() if settings.kafka_sasl_password else "",
         )
     return kwargs
 
@@ -105,18 +102,18 @@ async def compact_existing(admin: AIOKafkaAdminClient, settings: Settings, exist
         return []
 
 
-async def start_with_retry(client: Any, broker: str, timeout_s: float) -> None:
-    """Start an aiokafka client, retrying while the broker comes up."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while True:
-        try:
-            await client.start()
-            return
-        except (KafkaConnectionError, KafkaError, OSError) as exc:
-            if loop.time() >= deadline:
-                raise ServiceError(f"cannot reach the Kafka broker at {broker}: {exc}") from None
-            await asyncio.sleep(0.2)
+#: an aiokafka client's start while the broker comes up (or back), jittered
+KAFKA_START_BACKOFF = Backoff(0.1, 1.0)
+
+
+async def start_with_retry(client: Any, broker: str, timeout_s: float, on_retry: RetryCounter = no_count) -> None:
+    """Start an aiokafka client, retrying while the broker comes up, for ``timeout_s`` at most."""
+    policy = RetryPolicy("kafka_start", lambda exc: isinstance(exc, KafkaConnectionError | KafkaError | OSError),
+                         KAFKA_START_BACKOFF, deadline_s=timeout_s)  # fmt: skip
+    try:
+        await retrying(client.start, policy, on_retry)
+    except (KafkaConnectionError, KafkaError, OSError) as exc:
+        raise ServiceError(f"cannot reach the Kafka broker at {broker}: {exc}") from None
 
 
 async def true_end_offsets(probe: Any, reported: dict[Any, int], timeout_ms: int = 1000) -> dict[Any, int]:

@@ -1,7 +1,7 @@
 """The composition root of a worker: the Faust application of the gate and every service it hosts.
 
-Nothing happens at import time; :func:`build_app` wires a fresh app for one :class:`Settings` (checked by
-:func:`check_worker_settings`), in dependency order — output producer and dead letters, the app, its tables,
+Nothing happens at import time; :func:`build_app` wires a fresh app for one :class:`Settings` (every value
+bounded when it was built), in dependency order — output producer and dead letters, the app, its tables,
 the history view, the store and the configuration cache, the judge budget, the services (gate, steps,
 evaluations), the lanes — each object built once, complete, from what was built before it; a service gets
 its ports (see :mod:`streams.services.context`), never the worker. Delivery is at-least-once (the embedded
@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from engine.errors import ConfigurationError, PayloadError
 from engine.judges.base import Judge
-from engine.judges.budget import EVAL_LANE, GATE_LANE, JudgeBudget, eval_slots
+from engine.judges.budget import EVAL_LANE, GATE_LANE, JudgeBudget
 from engine.library import PropositionLibrary
 from engine.models import AgentConfig
 from engine.settings import Settings
@@ -35,7 +35,7 @@ from streams.services.evaluations import EvaluationService
 from streams.services.eviction import Evictor, install_eviction
 from streams.services.gate import GateDeps
 from streams.services.sinks import run_sinks
-from streams.services.stats import GateStats, TimedJudge
+from streams.services.stats import GateStats, RetryCounts, TimedJudge
 from streams.services.steps import CustomInterventions, StepProcessor, StepService, load_custom
 from streams.wire.payloads import AgentConfigChange, decode
 from streams.wire.topics import Topics
@@ -64,19 +64,10 @@ class Worker:
     evictor: Evictor
 
 
-def check_worker_settings(settings: Settings) -> None:
-    """Refuse settings a worker cannot run on, with one line naming the variable (never a silent default)."""
+def _one_settings_object(settings: object) -> None:
+    """A worker takes one :class:`Settings` (whose values were bounded when it was built), never a default."""
     if not isinstance(settings, Settings):
         raise ConfigurationError(f"a worker is built from one Settings object, not {type(settings).__name__}")
-    eval_slots(settings.judge_concurrency, settings.eval_judge_share)  # the budget splits (raises otherwise)
-    positive = {"DRIFT_JUDGE_DEADLINE_S": settings.judge_deadline_s, "DRIFT_STEP_DEADLINE_S": settings.step_deadline_s,
-                "DRIFT_EVAL_WINDOW_S": settings.eval_window_s, "DRIFT_EVAL_THRESHOLD": settings.eval_threshold,
-                "DRIFT_EVAL_DEADLINE_S": settings.eval_deadline_s}  # fmt: skip
-    for name, value in positive.items():
-        if not value > 0:
-            raise ConfigurationError(f"{name} must be greater than 0 in a worker, got {value}")
-    if not settings.topic_prefix:
-        raise ConfigurationError("DRIFT_TOPIC_PREFIX must not be empty in a worker")
 
 
 class AppConsumer:
@@ -93,23 +84,23 @@ class AppConsumer:
 
 
 def build_app(
-    settings: Settings, judge: Judge, *, partitions: int = 3, on_ready: Callable[[], None] | None = None
-) -> tuple[DriftApp, Worker]:
-    """A ready-to-run Faust app for ``settings``, built in dependency order: the output producer and the
-    dead-letter path, the app, its tables, the history view, the services (each given only its ports), the
-    lanes. ``judge`` is shared by the gate, the steps and the evaluations through one in-flight budget, which
-    also applies the judge deadline (pass a judge without limits of its own: ``make_judge(...,
-    own_limits=False)``). ``on_ready`` is called
-    once partitions are assigned and the store is open."""
-    check_worker_settings(settings)
-    topics, stats = Topics(settings.topic_prefix), GateStats()
+    settings: Settings, judge: Judge, *, partitions: int = 3, on_ready: Callable[[], None] | None = None,
+    retries: RetryCounts | None = None,
+) -> tuple[DriftApp, Worker]:  # fmt: skip
+    """A ready-to-run Faust app for ``settings``, built in dependency order: the output producer and the dead-letter
+    path, the app, its tables, the history view, the services (each given only its ports), the lanes. ``judge`` is
+    shared by the gate, the steps and the evaluations through one in-flight budget, which also applies the judge
+    deadline (pass ``make_judge(..., own_limits=False)``). ``on_ready`` is called once partitions are assigned and
+    the store is open; ``retries`` counts ``drift_retries_total`` (pass the one the judge was given)."""
+    _one_settings_object(settings)
+    topics, stats = Topics(settings.topic_prefix), GateStats(retries=retries or RetryCounts())
     output = Output(settings)
     letters = DeadLetters(output.send, topics.dlq, stats)
-    store = WorkerStore(settings.database())
+    store = WorkerStore(settings.database(), stats.retries)
     restore = restore_plan(settings, store, partitions)  # table restores bounded by live state
     app = faust_app(settings, partitions, closing=output, skipped=letters.batch, restore=restore)
     tables = _tables(app, settings, partitions, output)
-    feed = HistoryFeed(settings, HistoryView(max_age_s=settings.agent_idle_ttl_s))  # older: evicted anyway
+    feed = HistoryFeed(settings, HistoryView(max_age_s=settings.agent_idle_ttl_s), stats.retries)  # older: evicted
     configs = ConfigCache(store, wait_for_store=True)  # loaded by store.open
     budget, timed = JudgeBudget(settings.judge_concurrency, settings.eval_judge_share), TimedJudge(judge, stats)
     online = budget.judge(timed, GATE_LANE, settings.judge_deadline_s)
@@ -162,7 +153,7 @@ def _install(app: DriftApp, worker: Worker, on_ready: Callable[[], None] | None)
     """Register the worker's agents, lanes, tasks and pages on ``app``."""
     _install_lanes(app, worker)
     if worker.settings.sinks:  # else `drift sinks` runs them (see streams.services.sinks)
-        _install_sinks(app, worker.settings, worker.store)
+        _install_sinks(app, worker.settings, worker.store, worker.gate.stats.retries)
     worker.evaluations.install(app)
     worker.steps.install(app)
     install_eviction(app, worker.settings, worker.evictor, worker.gate.flush_tables)  # idle agents leave memory
@@ -205,12 +196,12 @@ def config_change(raw: bytes | None) -> tuple[str, AgentConfig]:
     return change.agent_id, AgentConfig.model_validate(change.config, strict=True)
 
 
-def _install_sinks(app: DriftApp, settings: Settings, store: WorkerStore) -> None:
+def _install_sinks(app: DriftApp, settings: Settings, store: WorkerStore, retries: RetryCounts) -> None:
     """The Postgres sinks (plain consumer groups, see :mod:`streams.services.sinks`)."""
 
     @app.task  # type: ignore[untyped-decorator]
     async def sinks() -> None:
-        await run_sinks(settings, store)
+        await run_sinks(settings, store, on_retry=retries)
 
 
 def _install_config_page(app: DriftApp, configs: ConfigCache) -> None:

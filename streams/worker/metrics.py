@@ -86,6 +86,7 @@ def metrics_registry(stats: GateStats) -> CollectorRegistry:
     registry.register(GateStatsCollector(stats))
     registry.register(stats.verdict_latency)
     registry.register(stats.judge_latency)
+    registry.register(stats.retries.counter)
     return registry
 
 

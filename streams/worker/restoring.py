@@ -6,6 +6,7 @@ import asyncio
 import logging
 
 from engine.errors import ServiceError
+from engine.retry import Backoff, RetryCounter, RetryPolicy, retrying
 from engine.settings import Settings
 from streams.runtime.restore import RestorePlan
 from streams.services.context import WorkerStore
@@ -31,7 +32,7 @@ class RestoreDatabase:
             return await self.store()
         async with self._lock:
             if self._own is None:
-                self._own = await _connect(self.settings, 30.0 if timeout_s is None else timeout_s)
+                self._own = await _connect(self.settings, 30.0 if timeout_s is None else timeout_s, self.store.on_retry)
         return self._own
 
     async def close(self) -> None:
@@ -40,17 +41,21 @@ class RestoreDatabase:
             await own.close()
 
 
-async def _connect(settings: Settings, timeout_s: float) -> Store | None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while True:
-        try:
-            return await Store.connect(settings.database(), min_size=1, max_size=2, timeout_s=max(timeout_s, 1.0))
-        except ServiceError as exc:
-            if loop.time() >= deadline:
-                log.error("restore: %s", exc)
-                return None
-            await asyncio.sleep(0.5)
+#: a restore's own database pool while the database comes up, within the restore's deadline
+RESTORE_CONNECT_BACKOFF = Backoff(0.25, 2.0)
+
+
+async def _connect(settings: Settings, timeout_s: float, on_retry: RetryCounter) -> Store | None:
+    policy = RetryPolicy("restore_database_connect", lambda exc: isinstance(exc, ServiceError),
+                         RESTORE_CONNECT_BACKOFF, deadline_s=timeout_s)  # fmt: skip
+    try:
+        return await retrying(
+            lambda: Store.connect(settings.database(), min_size=1, max_size=2, timeout_s=max(timeout_s, 1.0)),
+            policy, on_retry,
+        )  # fmt: skip
+    except ServiceError as exc:
+        log.error("restore: %s", exc)
+        return None
 
 
 def restore_plan(settings: Settings, store: WorkerStore, partitions: int) -> RestorePlan:

@@ -12,6 +12,7 @@ import faust
 from engine.judges.base import Judge
 from engine.redaction import install_log_masking
 from engine.settings import Settings
+from streams.services.stats import RetryCounts
 from streams.worker.app import build_app
 from streams.worker.shutdown import abort, abort_on_signal
 
@@ -88,13 +89,15 @@ def run_worker(
     on_ready: Callable[[], None] | None = None,
     on_abort: Callable[[], None] | None = None,
     loglevel: str = "WARNING",
+    retries: RetryCounts | None = None,
 ) -> None:
     """Block until SIGINT/SIGTERM. ``on_ready`` is called once partitions are assigned and the store is up;
-    ``on_abort`` (kill the embedded children) on a second signal, just before the process exits."""
+    ``on_abort`` (kill the embedded children) on a second signal, just before the process exits; ``retries``
+    is the worker's ``drift_retries_total`` (the one the judge was given)."""
     install_log_masking([settings.database(), settings.broker])
     loop = _new_loop()
     asyncio.set_event_loop(loop)
-    app, _ = build_app(settings, judge, partitions=partitions, on_ready=on_ready)
+    app, _ = build_app(settings, judge, partitions=partitions, on_ready=on_ready, retries=retries)
     worker = DriftWorker(app, loglevel=loglevel, quiet=True, loop=loop, redirect_stdouts=False)
     if on_abort is not None:
         worker.on_abort = on_abort

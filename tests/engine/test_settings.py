@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from engine.errors import ConfigurationError
 from engine.redaction import mask_url
@@ -138,7 +139,8 @@ def test_topic_names_carry_the_prefix(from_env: EnvFactory) -> None:
 
 
 def test_the_api_key_is_read_from_its_standard_variable(secret_settings: Settings, from_env: EnvFactory) -> None:
-    assert secret_settings.anthropic_api_key == API_KEY
+    assert secret_settings.anthropic_api_key is not None
+    assert secret_settings.anthropic_api_key.get_secret_value() == API_KEY
     assert from_env({"DRIFT_ANTHROPIC_API_KEY": API_KEY}).anthropic_api_key is None
 
 
@@ -156,7 +158,7 @@ def test_public_hides_every_secret(secret_settings: Settings) -> None:
     assert public["anthropic_api_key"] == "***" and public["kafka_sasl_password"] == "***"
     assert public["database_url"] == "postgresql://drift:***@db.internal:5432/drift"
     assert public["kafka_sasl_username"] == "drift"
-    assert set(public) == set(Settings.__dataclass_fields__)
+    assert set(public) == set(Settings.model_fields)
 
 
 def test_public_shows_unset_secrets_as_none(from_env: EnvFactory) -> None:
@@ -201,7 +203,8 @@ def test_database_falls_back_to_the_embedded_one_under_the_data_dir(tmp_path: Pa
 
 @pytest.mark.parametrize("protocol", SECURITY_PROTOCOLS)
 def test_known_security_protocols_are_accepted(protocol: str) -> None:
-    assert Settings(kafka_security_protocol=protocol).kafka_security_protocol == protocol
+    sasl = {"kafka_sasl_mechanism": "PLAIN", "kafka_sasl_username": "u"} if protocol.startswith("SASL") else {}
+    assert Settings(kafka_security_protocol=protocol, **sasl).kafka_security_protocol == protocol  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("protocol", ["TLS", "plaintext", ""])
@@ -236,7 +239,7 @@ def test_effective_judge(env: dict[str, str], expected: str, from_env: EnvFactor
 
 def test_the_sdk_compression_codec_is_checked(from_env: EnvFactory) -> None:
     assert from_env({"DRIFT_KAFKA_COMPRESSION": "zstd"}).kafka_compression == "zstd"
-    with pytest.raises(ConfigurationError, match="DRIFT_KAFKA_COMPRESSION must be one of none, gzip, snappy"):
+    with pytest.raises(ConfigurationError, match="DRIFT_KAFKA_COMPRESSION: must be one of none, gzip, snappy"):
         from_env({"DRIFT_KAFKA_COMPRESSION": "brotli"})
 
 
@@ -251,3 +254,67 @@ def test_the_ttls_default_to_a_day_and_an_hour_and_read_the_environment() -> Non
     assert (Settings().agent_idle_ttl_s, Settings().pending_ttl_s) == (86_400.0, 3_600.0)
     settings = Settings.from_env({"DRIFT_AGENT_IDLE_TTL_S": "20", "DRIFT_PENDING_TTL_S": "2.5"})
     assert (settings.agent_idle_ttl_s, settings.pending_ttl_s) == (20.0, 2.5)
+
+
+# --- bounds (issue 33): one line per bad value, naming the variable, whatever the source -------------------
+
+
+@pytest.mark.parametrize(
+    ("variable", "raw", "line"),
+    [
+        ("DRIFT_JUDGE_DEADLINE_S", "nan", "DRIFT_JUDGE_DEADLINE_S: must be a finite number, not 'nan'"),
+        ("DRIFT_FETCH_MAX_WAIT_MS", "-10", "DRIFT_FETCH_MAX_WAIT_MS: must be greater than or equal to 0, not '-10'"),
+        ("DRIFT_RESTORE_CHECKPOINT_S", "-inf", "DRIFT_RESTORE_CHECKPOINT_S: must be a finite number, not '-inf'"),
+        ("DRIFT_WEB_PORT", "-3", "DRIFT_WEB_PORT: must be greater than or equal to 1, not '-3'"),
+        ("DRIFT_WEB_PORT", "65536", "DRIFT_WEB_PORT: must be less than or equal to 65535, not '65536'"),
+        ("DRIFT_CONNECT_TIMEOUT_S", "0", "DRIFT_CONNECT_TIMEOUT_S: must be greater than 0, not '0'"),
+        ("DRIFT_RESTORE_WINDOW_S", "inf", "DRIFT_RESTORE_WINDOW_S: must be a finite number, not 'inf'"),
+        ("DRIFT_TOPIC_PREFIX", "a b", "DRIFT_TOPIC_PREFIX: must hold only letters, digits, '.', '_' and '-', "
+                                      "not 'a b'"),
+        ("DRIFT_EVAL_CRON", "nightly", "DRIFT_EVAL_CRON: must be a crontab expression (minute hour day month weekday), "
+                                       "not 'nightly'"),
+    ],
+)  # fmt: skip
+def test_every_bad_value_is_one_line_naming_its_variable(
+    variable: str, raw: str, line: str, from_env: EnvFactory
+) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        from_env({variable: raw})
+    assert str(caught.value) == line
+
+
+def test_several_bad_values_give_one_line_each(from_env: EnvFactory) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        from_env({"DRIFT_WEB_PORT": "0", "DRIFT_ACTOR_CONCURRENCY": "0", "DRIFT_BROKER": "ok:1"})
+    assert [line.split(":")[0] for line in str(caught.value).splitlines()] == [
+        "DRIFT_ACTOR_CONCURRENCY",
+        "DRIFT_WEB_PORT",
+    ]
+
+
+def test_flags_and_code_are_bounded_like_the_environment(from_env: EnvFactory) -> None:
+    with pytest.raises(ConfigurationError, match=r"^DRIFT_WEB_PORT: "):
+        from_env({}, web_port=0)
+    with pytest.raises(ConfigurationError, match=r"^DRIFT_STEP_DEADLINE_S: "):
+        Settings(step_deadline_s=float("inf"))
+    with pytest.raises(ConfigurationError, match=r"^DRIFT_JUDGE_CONCURRENCY: "):
+        Settings().with_(judge_concurrency=-1)
+
+
+def test_a_bad_secret_is_named_but_never_shown() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        Settings(view_token=12345)
+    assert str(caught.value).startswith("DRIFT_VIEW_TOKEN: ") and "12345" not in str(caught.value)
+
+
+def test_settings_are_frozen() -> None:
+    settings = Settings()
+    with pytest.raises(ValidationError):
+        settings.web_port = 1  # type: ignore[misc]
+    assert settings.web_port == 6066
+
+
+def test_the_real_environment_is_read_only_by_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DRIFT_WEB_PORT", "7000")
+    assert Settings().web_port == 6066
+    assert Settings.from_env().web_port == 7000

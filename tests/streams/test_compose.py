@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from engine.settings import Settings
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE: dict[str, Any] = yaml.safe_load((REPO / "docker-compose.yml").read_text())
 SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
-SETTINGS_FIELDS = {f.name for f in fields(Settings)}
+SETTINGS_FIELDS = set(Settings.model_fields)
 
 
 def command(service: dict[str, Any]) -> str:

@@ -174,19 +174,18 @@ def test_build_app_wires_each_service_with_the_objects_built_before_it(tmp_path:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"judge_concurrency": 1}, "DRIFT_JUDGE_CONCURRENCY must be at least 2"),
-        ({"judge_deadline_s": 0.0}, "DRIFT_JUDGE_DEADLINE_S must be greater than 0"),
-        ({"eval_threshold": 0}, "DRIFT_EVAL_THRESHOLD must be greater than 0"),
-        ({"topic_prefix": ""}, "DRIFT_TOPIC_PREFIX must not be empty"),
-        ({"eval_cron": "every night"}, "DRIFT_EVAL_CRON"),
+        ({"judge_concurrency": 1}, "DRIFT_JUDGE_CONCURRENCY: must be greater than or equal to 2"),
+        ({"judge_deadline_s": 0.0}, "DRIFT_JUDGE_DEADLINE_S: must be greater than 0"),
+        ({"eval_threshold": 0}, "DRIFT_EVAL_THRESHOLD: must be greater than or equal to 1"),
+        ({"topic_prefix": ""}, "DRIFT_TOPIC_PREFIX: must have at least 1 character"),
+        ({"eval_cron": "every night"}, "DRIFT_EVAL_CRON: must be a crontab expression"),
     ],
 )
-def test_build_app_refuses_settings_a_worker_cannot_run_on(
+def test_settings_a_worker_cannot_run_on_are_refused_when_they_are_built(
     tmp_path: Path, changes: dict[str, Any], message: str
 ) -> None:
-    settings = Settings(data_dir=tmp_path, **changes)
     with pytest.raises(ConfigurationError, match=message):
-        build_app(settings, ScriptedJudge.from_rules({"default": 9}))
+        Settings(data_dir=tmp_path, **changes)
 
 
 def test_build_app_takes_settings_never_a_default(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """Embedding clients for the ``embedding_similarity`` oracle.
 
 * :class:`OpenAICompatibleEmbeddings` — ``POST {base_url}/embeddings`` (OpenAI, vLLM, Ollama, llama.cpp …)
-  with httpx; 429/5xx and connection errors are retried with backoff, other failures raise
+  with httpx; 429/5xx and connection errors are retried under :mod:`engine.retry` (jittered exponential
+  backoff honouring ``retry-after``, each retry told to ``on_retry``), other failures raise
   :class:`EmbeddingError` (the oracle records the failure on that variant).
 * :class:`ScriptedHashingEmbeddings` — a test double with no model: each word is hashed into one of
   :data:`HASH_DIMENSIONS` buckets (a bag of words). It is named ``scripted:hashing (no model)`` in every
@@ -10,7 +11,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
@@ -19,6 +19,8 @@ from typing import Protocol
 import httpx
 
 from engine.errors import ConfigurationError, DriftError
+from engine.judges.llm import parse_retry_after
+from engine.retry import Backoff, RetryCounter, RetryPolicy, no_count, retrying
 
 HASH_DIMENSIONS = 256
 EMBEDDING_CHOICES = ("openai-compatible[:MODEL]", "scripted:hashing")
@@ -27,6 +29,14 @@ _WORD = re.compile(r"[a-z0-9']+")
 
 class EmbeddingError(DriftError):
     """The embeddings endpoint did not give vectors for a request."""
+
+
+class _Transient(EmbeddingError):
+    """A failure worth retrying: 429, 5xx or no connection; ``retry_after`` is the server's hint in seconds."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Embeddings(Protocol):
@@ -65,11 +75,14 @@ class OpenAICompatibleEmbeddings:
         timeout_s: float = 30.0,
         max_attempts: int = 4,
         client: httpx.AsyncClient | None = None,
+        on_retry: RetryCounter = no_count,
     ) -> None:
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = client or httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s)
         self._model = model
-        self._attempts = max(1, max_attempts)
+        self._retry = RetryPolicy("embeddings", lambda error: isinstance(error, _Transient), Backoff(0.05, 1.0),
+                                  max(1, max_attempts))  # fmt: skip
+        self._on_retry = on_retry
         self._base_url = base_url
 
     @property
@@ -81,19 +94,19 @@ class OpenAICompatibleEmbeddings:
 
     async def embed(self, texts: Sequence[str], model: str) -> list[list[float]]:
         body = {"model": self._model or model, "input": list(texts)}
-        for attempt in range(1, self._attempts + 1):
-            try:
-                response = await self._client.post("/embeddings", json=body)
-            except httpx.HTTPError as exc:
-                if attempt == self._attempts:
-                    raise EmbeddingError(f"{self.name}: {type(exc).__name__}: {exc}") from None
-            else:
-                if response.status_code == 200:
-                    return _vectors(response, len(texts))
-                if (response.status_code != 429 and response.status_code < 500) or attempt == self._attempts:
-                    raise EmbeddingError(f"{self.name}: HTTP {response.status_code}: {response.text[:200]}")
-            await asyncio.sleep(min(1.0, 0.05 * 2 ** (attempt - 1)))
-        raise EmbeddingError(f"{self.name}: no answer")  # pragma: no cover - the loop always returns or raises
+        return await retrying(lambda: self._post(body, len(texts)), self._retry, self._on_retry)
+
+    async def _post(self, body: Mapping[str, object], count: int) -> list[list[float]]:
+        try:
+            response = await self._client.post("/embeddings", json=body)
+        except httpx.HTTPError as exc:
+            raise _Transient(f"{self.name}: {type(exc).__name__}: {exc}") from None
+        if response.status_code == 200:
+            return _vectors(response, count)
+        message = f"{self.name}: HTTP {response.status_code}: {response.text[:200]}"
+        if response.status_code == 429 or response.status_code >= 500:
+            raise _Transient(message, parse_retry_after(response.headers.get("retry-after")))
+        raise EmbeddingError(message)
 
 
 def _vectors(response: httpx.Response, count: int) -> list[list[float]]:

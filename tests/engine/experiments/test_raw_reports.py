@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -71,3 +73,36 @@ def test_reports_render_in_every_format(tmp_path: Path) -> None:
     assert page.count("data:image/png;base64,") == len(charts)
     text = markdown([report])
     assert "| Hard Persona Adherence | 6.16 ± " in text
+
+
+def _raw_file(tmp_path: Path, names: list[str]) -> Path:
+    """A raw result file in the paper's shape, built here (two arms, 30 scores a metric)."""
+    rng = np.random.default_rng(7)
+    arms = {
+        arm: {"results": {name: [int(x) for x in rng.integers(1, 10, 30) + shift] for name in names}}
+        for arm, shift in (("Control", 0), ("Treatment", 1))
+    }
+    path = tmp_path / "pipes.json"
+    path.write_text(json.dumps({"experiments": arms}), encoding="utf-8")
+    return path
+
+
+def _table_rows(page: str) -> list[list[str]]:
+    table = page[page.index("<table>") : page.index("</table>")]
+    return [
+        [html.unescape(c) for c in re.findall(r"<t[dh]>(.*?)</t[dh]>", row)]
+        for row in re.findall(r"<tr>(.*?)</tr>", table)
+    ]
+
+
+def test_a_metric_name_with_a_pipe_or_markup_keeps_its_row_in_html_and_markdown(tmp_path: Path) -> None:
+    names = ["Hard Persona Adherence", "Fluency | rate", "<b>Bold</b> & co"]
+    report = analyse(load_raw(_raw_file(tmp_path, names)))
+    rows = _table_rows(as_html([report]))
+    assert [len(r) for r in rows] == [13] * 4
+    assert [r[0] for r in rows[1:]] == names
+    assert "<b>Bold</b>" not in as_html([report])  # escaped, never markup
+    lines = [line for line in markdown([report]).splitlines() if line.startswith("| ")]
+    split = [[c for c in re.split(r"(?<!\\)\|", line)[1:-1]] for line in lines]
+    assert [len(c) for c in split] == [13] * 4
+    assert split[2][0].strip() == r"Fluency \| rate"

@@ -250,8 +250,3 @@ async def test_key_never_leaks(
 def test_missing_key_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY"):
         AnthropicJudge(api_key="")
-
-
-async def test_invalid_policy_is_rejected() -> None:
-    with pytest.raises(JudgeError):
-        CallPolicy(deadline_s=0)
