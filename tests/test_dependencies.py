@@ -13,6 +13,9 @@ from engine.settings import REPO_ROOT
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 #: distributions that ship as an exact-pinned part of a declared one (pydantic pins its pydantic-core)
 PART_OF = {"pydantic-core": "pydantic"}
+#: modules of the operating system's Python, not of ours: engine/formats/seccomp_filter.py runs under /usr/bin/python3
+#: with Debian's python3-seccomp (installed by `make sandbox-tools`), never in drift's own environment
+SYSTEM_PYTHON = {"seccomp"}
 OURS = {"engine", "streams", "persona_drift_propositions", "persona_drift_examples", "persona_drift_simulations"}
 
 
@@ -32,7 +35,7 @@ def _imported_modules() -> set[str]:
                     found.update(alias.name.partition(".")[0] for alias in node.names)
                 elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                     found.add(node.module.partition(".")[0])
-    return found - OURS - set(sys.stdlib_module_names)
+    return found - OURS - SYSTEM_PYTHON - set(sys.stdlib_module_names)
 
 
 def test_no_dependency_is_declared_twice() -> None:
