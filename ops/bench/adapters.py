@@ -144,7 +144,7 @@ async def paired(by_hand: Turn, adapted: Turn) -> tuple[float, float, float]:
 
 async def measure_stack(settings: Settings, log_path: Path) -> dict[str, float]:
     await create_topics(settings)
-    worker = start_worker(settings, log_path)
+    worker = start_worker(settings, log_path, timeout_s=180)  # a loaded 2-core machine starts it slowly
     try:
         async with GateClient(settings=settings, timeout_s=10) as gate:
             found: dict[str, float] = {}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
 
 from engine.errors import ConfigurationError
@@ -54,6 +55,40 @@ def draft_of(update: Mapping[str, Any], key: str) -> BaseMessage | None:
     return last if isinstance(last, BaseMessage) else None
 
 
+@dataclass
+class _Drafting:
+    """One turn's private side: the node's view of the state (its copy of the messages) and its latest update."""
+
+    call: Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
+    view: dict[str, Any]
+    key: str
+    update: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def reply(self) -> BaseMessage | None:
+        return draft_of(self.update, self.key)
+
+    async def first(self) -> str | None:
+        self.update = await self.call(self.view)
+        return None if self.reply is None else self.reply.text
+
+    async def again(self, feedback: str) -> str | None:
+        """Back to the node: its rejected draft and the feedback in its messages, the feedback in state."""
+        rejected = self.reply
+        assert rejected is not None
+        self.view[self.key] = [*self.view[self.key], rejected, HumanMessage(feedback, name=GATE_SOURCE)]
+        self.view["drift_feedback"] = feedback
+        self.view["drift_attempt"] += 1
+        return await self.first()
+
+
+async def _stimuli(session: GateSession, messages: list[AnyMessage]) -> None:
+    """The human messages of the conversation, each published once (the session remembers their ids)."""
+    for message in messages:
+        if isinstance(message, HumanMessage) and message.id:
+            await session.stimulus(message_id=message.id, source=message.name or "user", text=message.text)
+
+
 def gated_node(
     node: Callable[[S], Any],
     session: GateSession,
@@ -75,34 +110,14 @@ def gated_node(
     async def gated(state: S) -> dict[str, Any]:
         current = cast(Mapping[str, Any], state)
         shared: list[AnyMessage] = list(current.get(messages_key, []))
-        for message in shared:
-            if isinstance(message, HumanMessage) and message.id:
-                await session.stimulus(message_id=message.id, source=message.name or "user", text=message.text)
+        await _stimuli(session, shared)
         nudges = await session.directives(agent_id)
         directives = [HumanMessage(render_directives(nudges), name=GATE_SOURCE)] if nudges else []
-        private: list[BaseMessage] = [*shared, *directives]
-        view = {
-            **current,
-            messages_key: private,
-            "drift_directives": nudges,
-            "drift_feedback": None,
-            "drift_attempt": 1,
-        }
-        update = await call(view)
-        reply = draft_of(update, messages_key)
-
-        async def regenerate(feedback: str) -> str | None:
-            nonlocal update, reply, private
-            assert reply is not None
-            private = [*private, reply, HumanMessage(feedback, name=GATE_SOURCE)]
-            view.update({messages_key: private, "drift_feedback": feedback, "drift_attempt": view["drift_attempt"] + 1})
-            update = await call(view)
-            reply = draft_of(update, messages_key)
-            return None if reply is None else reply.text
-
-        turn = await session.turn(agent_id=agent_id, draft=None if reply is None else reply.text,
-                                  regenerate=regenerate, agent_name=agent_name, persona=persona)  # fmt: skip
-        rest = {k: v for k, v in update.items() if k != messages_key}
+        view = {**current, messages_key: [*shared, *directives], "drift_directives": nudges}
+        drafting = _Drafting(call, view | {"drift_feedback": None, "drift_attempt": 1}, messages_key)
+        turn = await session.turn(agent_id=agent_id, draft=await drafting.first(), regenerate=drafting.again,
+                                  agent_name=agent_name, persona=persona)  # fmt: skip
+        rest = {k: v for k, v in drafting.update.items() if k != messages_key}
         if turn.text is None:
             return rest
         committed = AIMessage(content=turn.text, name=name, response_metadata=turn.metadata())
