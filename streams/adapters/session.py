@@ -57,7 +57,7 @@ class GatePolicy:
     step_timeout_s: float = 10.0
     connect_timeout_s: float = 10.0
     directives: bool = True
-    max_attempts: int = 20
+    max_attempts: int = 21  # 1 + the largest max_correction_attempts (20): the gate always decides first
 
 
 @dataclass(frozen=True)

@@ -160,6 +160,7 @@ async def test_a_verdict_that_never_comes_follows_the_policy_in_one_line(
     assert "no reply for verdict" in line and f"fail-{mode}" in line and "\n" not in line
 
 
+@pytest.mark.timed
 async def test_an_unreachable_broker_never_hangs_the_run(caplog: pytest.LogCaptureFixture) -> None:
     policy = GatePolicy(connect_timeout_s=1.0)
     started = time.perf_counter()

@@ -146,6 +146,7 @@ async def test_a_langgraph_conversation_commits_the_corrected_reply_only(shared:
     await assert_recorded(shared, ids["dwight"], [ids["michael"], ids["jim"]])
 
 
+@pytest.mark.timed
 async def test_a_verdict_timeout_fails_closed_without_hanging_the_team(shared: Scenario) -> None:
     idle = shared.settings.with_(topic_prefix=f"idle{uuid.uuid4().hex[:6]}.")  # topics, but no worker
     await create_topics(idle)
