@@ -3,10 +3,11 @@
 Two measurements, each side by side in one run, turns alternating between the two arms:
 
 1. **On the embedded stack** (a private Tansu + PostgreSQL and one ``drift worker --judge offline``; the agent
-   has no check enabled, so the worker answers at once and the gate's round trip is pure transport): an AutoGen
-   turn through :class:`~streams.adapters.autogen.GatedAgent` against the same turn written by hand — the wrapped
-   agent replies (``ReplayChatCompletionClient``), then ``GateClient.step`` and ``GateClient.converse``. Same for
-   LangGraph: :func:`~streams.adapters.langgraph.gated_node` against the node plus the two calls.
+   is configured with no check enabled, so the worker answers at once and the round trip is mostly transport):
+   an AutoGen turn through :class:`~streams.adapters.autogen.GatedAgent` against the same turn written by hand —
+   the wrapped agent replies (``ReplayChatCompletionClient``), then ``GateClient.step`` and
+   ``GateClient.converse``. Same for LangGraph: :func:`~streams.adapters.langgraph.gated_node` against the node
+   plus the two calls.
 2. **In process**, against a gate that answers at once (no broker): the same pairs, so the adapter's own code
    is timed without the broker's jitter.
 
@@ -18,6 +19,7 @@ Run from the repository root: ``.venv/bin/python -m ops.bench.adapters``; merges
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import statistics
 import time
@@ -41,6 +43,7 @@ from streams.adapters.autogen import GatedAgent
 from streams.adapters.langgraph import gated_node
 from streams.client import GateClient
 from streams.embedded import start_stack
+from streams.store import Store
 from streams.wire.kafka import create_topics
 from streams.wire.payloads import Directives, Verdict
 
@@ -144,6 +147,10 @@ async def paired(by_hand: Turn, adapted: Turn) -> tuple[float, float, float]:
 
 async def measure_stack(settings: Settings, log_path: Path) -> dict[str, float]:
     await create_topics(settings)
+    async with await Store.connect(settings.database_url) as store:  # known before the worker starts
+        await store.migrate()
+        for framework in ("autogen", "langgraph"):
+            await store.set_config(f"bench-{framework}", {"gate_enabled": True})
     worker = start_worker(settings, log_path, timeout_s=180)  # a loaded 2-core machine starts it slowly
     try:
         async with GateClient(settings=settings, timeout_s=10) as gate:
@@ -181,6 +188,7 @@ def main() -> None:
     info = machine_info()
     print(f"machine: {info['cpu']}, {info['cores']} cores, Python {info['python']}, {info['platform']}")
     results = run()
+    print("  load average after the run: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     for key, value in results.items():
         print(f"  {key:<44}{value:>9.3f}")
     worst = max(v for k, v in results.items() if k.endswith("_overhead_ms"))

@@ -50,7 +50,7 @@ class GatePolicy:
     ``step_timeout_s``: the longest wait for a step's directives (advisory: on a timeout the turn goes on without
     them). ``connect_timeout_s``: the longest wait for the broker when :func:`gate_session` opens the client.
     ``directives``: ask the steps service before each turn. ``max_attempts``: a safety bound on one draft's
-    attempts (the agent's gate configuration ends the loop long before it)."""
+    attempts (the agent's gate configuration always decides first)."""
 
     on_failure: Literal["open", "closed"] = "open"
     verdict_timeout_s: float = 30.0
