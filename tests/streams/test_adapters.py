@@ -203,3 +203,25 @@ def test_importing_the_package_pulls_in_no_framework() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "[]"
     assert asyncio.iscoroutinefunction(GatedAgent.on_messages)
+
+
+class SilentSteps(ScriptedGate):
+    """Verdicts come, directives never do."""
+
+    async def step(self, *, run_id: str, step: int, agent_ids: list[str], channel: str | None = None,
+                   timeout_s: float | None = None) -> Directives:  # fmt: skip
+        raise ReplyTimeout(f"no reply for step {run_id} #{step} within {timeout_s:g}s")
+
+
+async def test_missing_directives_cost_one_warning_and_the_turn_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    gate = SilentSteps()
+    session = GateSession(gate, run_id="r4", policy=GatePolicy(step_timeout_s=0.1))
+    node = gated_node(lambda state: {"messages": [AIMessage("Dunder Mifflin, this is Pam.")]}, session, agent_id="pam")
+    with caplog.at_level(logging.WARNING, logger="streams.adapters"):
+        first = await node({"messages": [HumanMessage("Answer the phone.", id="h1")]})
+        second = await node({"messages": [HumanMessage("Answer the phone.", id="h1")]})
+    assert [u["messages"][0].text for u in (first, second)] == ["Dunder Mifflin, this is Pam."] * 2
+    lines = [r.getMessage() for r in caplog.records if r.name == "streams.adapters"]
+    assert len(lines) == 2 and all("no directives for pam" in line and "within 0.1s" in line for line in lines)
+    assert [m.text for m in gate.stimuli] == ["Answer the phone."]  # the same human message, published once
+    assert session.step_no == 2  # the failed steps still used their numbers: no step id is ever reused
