@@ -11,7 +11,9 @@ Two measurements, each side by side in one run, turns alternating between the tw
 2. **In process**, against a gate that answers at once (no broker): the same pairs, so the adapter's own code
    is timed without the broker's jitter.
 
-The overhead is the median of the per-pair differences (adapter turn − hand-written turn), in ms.
+Each turn's time beyond the gate is the turn minus the time spent inside ``GateClient.step`` / ``check`` (timed
+around the real client's calls): the broker's jitter cancels out. The overhead is the median of the per-pair
+differences of that time (adapter turn − hand-written turn), in ms.
 Run from the repository root: ``.venv/bin/python -m ops.bench.adapters``; merges ``adapter_*`` keys into
 ``ops/bench/results.json``.
 """
@@ -128,21 +130,45 @@ async def _never(feedback: str) -> str | None:
     raise RuntimeError("the benchmark's agent has no check enabled: no retry expected")
 
 
-async def paired(by_hand: Turn, adapted: Turn) -> tuple[float, float, float]:
-    """Median ms of each arm and the median of the paired differences; arms alternate, the order flips."""
-    differences, hand, adapter = [], [], []
+class TimedGate(GateClient):
+    """The real client, keeping the time spent inside its gate calls (``spent``, ms): a turn minus that is the
+    turn's time beyond the gate's own round trips, free of the broker's jitter."""
+
+    spent = 0.0
+
+    async def check(self, **kwargs: Any) -> Verdict:
+        started = time.perf_counter()
+        try:
+            return await super().check(**kwargs)
+        finally:
+            self.spent += (time.perf_counter() - started) * 1000.0
+
+    async def step(self, **kwargs: Any) -> Directives:
+        started = time.perf_counter()
+        try:
+            return await super().step(**kwargs)
+        finally:
+            self.spent += (time.perf_counter() - started) * 1000.0
+
+
+async def paired(gate: GateClient, by_hand: Turn, adapted: Turn) -> dict[str, float]:
+    """Medians (ms) of each arm's turn, of its time beyond the gate calls, and of the paired differences of the
+    latter (the adapter's overhead); the arms alternate and the order flips every turn."""
+    rows: dict[str, list[float]] = {"hand": [], "adapter": [], "hand_beyond": [], "adapter_beyond": [], "diff": []}
     for i in range(WARMUP + TURNS):
-        times = {}
+        times, beyond = {}, {}
         for name, turn in (("hand", by_hand), ("adapter", adapted)) if i % 2 else (("adapter", adapted),
                                                                                   ("hand", by_hand)):  # fmt: skip
-            started = time.perf_counter()
+            spent, started = getattr(gate, "spent", 0.0), time.perf_counter()
             await turn(i)
             times[name] = (time.perf_counter() - started) * 1000.0
+            beyond[name] = times[name] - (getattr(gate, "spent", 0.0) - spent)
         if i >= WARMUP:
-            hand.append(times["hand"])
-            adapter.append(times["adapter"])
-            differences.append(times["adapter"] - times["hand"])
-    return statistics.median(hand), statistics.median(adapter), statistics.median(differences)
+            for name in ("hand", "adapter"):
+                rows[name].append(times[name])
+                rows[f"{name}_beyond"].append(beyond[name])
+            rows["diff"].append(beyond["adapter"] - beyond["hand"])
+    return {key: statistics.median(values) for key, values in rows.items()}
 
 
 async def measure_stack(settings: Settings, log_path: Path) -> dict[str, float]:
@@ -153,12 +179,13 @@ async def measure_stack(settings: Settings, log_path: Path) -> dict[str, float]:
             await store.set_config(f"bench-{framework}", {"gate_enabled": True})
     worker = start_worker(settings, log_path, timeout_s=180)  # a loaded 2-core machine starts it slowly
     try:
-        async with GateClient(settings=settings, timeout_s=10) as gate:
+        async with TimedGate(settings=settings, timeout_s=10) as gate:
             found: dict[str, float] = {}
             for framework, pair in (("autogen", autogen_pair), ("langgraph", langgraph_pair)):
-                hand, adapter, overhead = await paired(*pair(gate, f"bench-{framework}"))
-                found |= {f"adapter_{framework}_turn_by_hand_ms": hand, f"adapter_{framework}_turn_ms": adapter,
-                          f"adapter_{framework}_overhead_ms": overhead}  # fmt: skip
+                m = await paired(gate, *pair(gate, f"bench-{framework}"))
+                names = {"hand": "turn_by_hand", "adapter": "turn", "hand_beyond": "beyond_gate_by_hand",
+                         "adapter_beyond": "beyond_gate", "diff": "overhead"}  # fmt: skip
+                found |= {f"adapter_{framework}_{names[k]}_ms": v for k, v in m.items()}
             return found
     finally:
         worker.stop()
@@ -168,8 +195,7 @@ async def measure_in_process() -> dict[str, float]:
     gate = InstantGate()
     found: dict[str, float] = {}
     for framework, pair in (("autogen", autogen_pair), ("langgraph", langgraph_pair)):
-        _, _, overhead = await paired(*pair(gate, f"bench-{framework}"))
-        found[f"adapter_{framework}_overhead_inprocess_ms"] = overhead
+        found[f"adapter_{framework}_overhead_inprocess_ms"] = (await paired(gate, *pair(gate, framework)))["diff"]
     return found
 
 
