@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from aiokafka.errors import KafkaError
+from pydantic import ValidationError
 
 from engine.errors import DriftError, ServiceError
 from engine.settings import Settings
@@ -81,6 +82,15 @@ class Turn:
         return labels
 
 
+def one_line(exc: BaseException) -> str:
+    """An error as the one line a warning carries (its first line; the type when it has no text)."""
+    if isinstance(exc, ValidationError):  # its first line only counts the errors: say the first one
+        first = exc.errors()[0]
+        return " ".join(filter(None, (".".join(map(str, first["loc"])), first["msg"])))
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ("timed out" if isinstance(exc, TimeoutError) else type(exc).__name__)
+
+
 def render_directives(texts: Sequence[str]) -> str:
     """The directives of a step as one message to the agent."""
     return "Before you speak, the persona gate asks you to keep this in mind:\n" + "\n".join(f"- {t}" for t in texts)
@@ -116,7 +126,7 @@ class GateSession:
                                           timeout_s=self.policy.step_timeout_s)  # fmt: skip
         except (ServiceError, KafkaError, OSError) as exc:
             log.warning("drift gate: no directives for %s (step %d): %s; the turn goes on without them",
-                        agent_id, step, exc)  # fmt: skip
+                        agent_id, step, one_line(exc))  # fmt: skip
             return []
         return [d.text for d in record.directives if d.agent_id == agent_id and not d.timed_out]
 
@@ -125,13 +135,13 @@ class GateSession:
         if self.gate is None or source in self.gated or message_id in self._published or not text:
             return
         self._published.add(message_id)
-        message = Message(message_id=f"{self.run_id}.{message_id}", agent_id=f"{self.run_id}.{source}",
-                          agent_name=source, text=text, kind="stimulus", source=source, run_id=self.run_id,
-                          channel=self.channel)  # fmt: skip
-        try:
+        try:  # a message the wire refuses (ids too long, a NUL in the text) is only not published
+            message = Message(message_id=f"{self.run_id}.{message_id}", agent_id=f"{self.run_id}.{source}",
+                              agent_name=source, text=text, kind="stimulus", source=source, run_id=self.run_id,
+                              channel=self.channel)  # fmt: skip
             await asyncio.wait_for(self.gate.publish_message(message), self.policy.verdict_timeout_s)
-        except (TimeoutError, DriftError, KafkaError, OSError) as exc:
-            log.warning("drift gate: stimulus from %s not published: %s", source, exc or type(exc).__name__)
+        except (TimeoutError, ValueError, DriftError, KafkaError, OSError) as exc:
+            log.warning("drift gate: stimulus from %s not published: %s", source, one_line(exc))
 
     async def turn(
         self,
@@ -174,7 +184,7 @@ class GateSession:
         return _settled(agent_id, verdict)
 
     def _failed(self, agent_id: str, latest: str | None, attempts: int, exc: BaseException) -> Turn:
-        reason = str(exc) or type(exc).__name__
+        reason = one_line(exc)
         if self.policy.on_failure == "closed" or latest is None:
             log.warning("drift gate: %s: %s; fail-closed, the agent stays silent this turn", agent_id, reason)
             return Turn(agent_id, "blocked", None, attempts, error=reason)
@@ -210,7 +220,7 @@ async def gate_session(
     except (TimeoutError, DriftError, KafkaError, OSError) as exc:
         await client.close()
         mode = "fail-open: drafts pass ungated" if chosen.on_failure == "open" else "fail-closed: agents stay silent"
-        log.warning("drift gate: cannot connect to %s: %s; %s", client.settings.broker, exc or "timed out", mode)
+        log.warning("drift gate: cannot connect to %s: %s; %s", client.settings.broker, one_line(exc), mode)
         client = None
     session = GateSession(client, run_id=run_id or f"run-{uuid.uuid4().hex[:12]}", channel=channel, policy=chosen)
     try:

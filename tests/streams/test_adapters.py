@@ -225,3 +225,13 @@ async def test_missing_directives_cost_one_warning_and_the_turn_goes_on(caplog: 
     assert len(lines) == 2 and all("no directives for pam" in line and "within 0.1s" in line for line in lines)
     assert [m.text for m in gate.stimuli] == ["Answer the phone."]  # the same human message, published once
     assert session.step_no == 2  # the failed steps still used their numbers: no step id is ever reused
+
+
+async def test_a_stimulus_the_wire_refuses_costs_one_line_not_the_turn(caplog: pytest.LogCaptureFixture) -> None:
+    gate = ScriptedGate()
+    agent = GatedAgent(assistant("oscar", ["Actually, that is three reams."]), GateSession(gate, run_id="r5"))
+    with caplog.at_level(logging.WARNING, logger="streams.adapters"):
+        response = await agent.on_messages([TextMessage(content="bad\x00byte", source="user")], _token())
+    assert response.chat_message.to_text() == "Actually, that is three reams." and gate.stimuli == []
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "streams.adapters"]
+    assert line.startswith("drift gate: stimulus from user not published:") and "NUL" in line and "\n" not in line
