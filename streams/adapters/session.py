@@ -199,6 +199,13 @@ def _settled(agent_id: str, verdict: Verdict) -> Turn:
     return Turn(agent_id, status, None, verdict.attempt, verdict)
 
 
+class _Unreachable(logging.Filter):
+    """Drops aiokafka's "Unable connect to …" records while :func:`gate_session` connects."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Unable connect to")
+
+
 @asynccontextmanager
 async def gate_session(
     bootstrap: str | None = None,
@@ -215,6 +222,8 @@ async def gate_session(
     client: GateClient | None = GateClient(bootstrap, prefix=prefix, settings=settings,
                                            timeout_s=chosen.verdict_timeout_s)  # fmt: skip
     assert client is not None
+    quiet = _Unreachable()  # aiokafka logs every refused attempt at ERROR: our one line below says it all
+    logging.getLogger("aiokafka").addFilter(quiet)
     try:
         await asyncio.wait_for(client.start(), chosen.connect_timeout_s)
     except (TimeoutError, DriftError, KafkaError, OSError) as exc:
@@ -222,6 +231,8 @@ async def gate_session(
         mode = "fail-open: drafts pass ungated" if chosen.on_failure == "open" else "fail-closed: agents stay silent"
         log.warning("drift gate: cannot connect to %s: %s; %s", client.settings.broker, one_line(exc), mode)
         client = None
+    finally:
+        logging.getLogger("aiokafka").removeFilter(quiet)
     session = GateSession(client, run_id=run_id or f"run-{uuid.uuid4().hex[:12]}", channel=channel, policy=chosen)
     try:
         yield session
