@@ -26,6 +26,7 @@ LAYERS = {
     "streams.worker": 5,
     "streams.client": 5,
     "streams.embedded": 5,
+    "streams.adapters": 6,  # framework adapters on top of the client SDK (client side)
     "streams.view": 6,
     "streams.cli": 7,
     "ops": 8,

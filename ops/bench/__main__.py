@@ -138,6 +138,32 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         "≤ 0.10",
         lambda r: r["exp_outside_llm_share"] <= 0.10,
     ),
+    "adapter_autogen_turn_by_hand_ms": (
+        "an AutoGen turn written by hand: replay model + step + verdict round trips, no check (median, ms)",
+        "—",
+        None,
+    ),
+    "adapter_autogen_turn_ms": ("the same turn through GatedAgent (median, ms)", "—", None),
+    "adapter_autogen_beyond_gate_by_hand_ms": ("the hand-written turn minus its gate calls (median, ms)", "—", None),
+    "adapter_autogen_overhead_ms": (
+        "GatedAgent's time beyond the gate calls minus the hand-written turn's (median of 200 pairs, ms)",
+        "≤ 5",
+        lambda r: r["adapter_autogen_overhead_ms"] <= 5,
+    ),
+    "adapter_langgraph_turn_by_hand_ms": ("a LangGraph node turn written by hand (median, ms)", "—", None),
+    "adapter_langgraph_turn_ms": ("the same turn through gated_node (median, ms)", "—", None),
+    "adapter_langgraph_beyond_gate_by_hand_ms": ("the hand-written turn minus its gate calls (median, ms)", "—", None),
+    "adapter_langgraph_overhead_ms": (
+        "gated_node's time beyond the gate calls minus the hand-written turn's (median of 200 pairs, ms)",
+        "≤ 5",
+        lambda r: r["adapter_langgraph_overhead_ms"] <= 5,
+    ),
+    "adapter_autogen_overhead_inprocess_ms": (
+        "GatedAgent's own code per turn, a gate answering at once (ms)",
+        "—",
+        None,
+    ),
+    "adapter_langgraph_overhead_inprocess_ms": ("gated_node's own code per turn, the same (ms)", "—", None),
     "memory_kb_per_agent": (
         "worker memory per active agent: (RSS after a wave of new agents − at rest) ÷ agents (KB)",
         "—",
@@ -199,7 +225,7 @@ def main() -> None:
     Faust and the Kafka clients pays for their larger heap in garbage collection (measured: ~60% slower)."""
     started = time.monotonic()
     for name in ("checks", "gate", "steps", "ready", "memory", "metareason", "plexus", "agentv", "simulate",
-                 "experiment"):  # fmt: skip
+                 "experiment", "adapters"):  # fmt: skip
         print(f"== {name}", flush=True)
         subprocess.run([sys.executable, "-m", f"ops.bench.{name}", *EXTRA_ARGS.get(name, ())], check=True)
     results = json.loads(RESULTS_PATH.read_text(encoding="utf-8"))
