@@ -28,6 +28,7 @@ PRIVATE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("faust.transport.drivers.aiokafka:AIOKafkaConsumerThread", "_highwaters", "method"),
     ("faust.transport.drivers.aiokafka:Consumer", "_new_consumer_thread", "method"),
     ("faust.transport.drivers.aiokafka:Consumer", "_drain_messages", "method"),
+    ("faust.transport.drivers.aiokafka:Consumer", "_new_offset", "method"),
     # overridden by streams.worker.runner
     ("mode.worker:Worker", "_on_sigint", "method"),
     ("mode.worker:Worker", "_on_sigterm", "method"),
@@ -36,6 +37,9 @@ PRIVATE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("faust.transport.drivers.aiokafka:Consumer", "_read_offset", "attribute"),
     ("faust.transport.drivers.aiokafka:Consumer", "_unacked_messages", "attribute"),
     ("faust.transport.drivers.aiokafka:Consumer", "_add_gap", "method"),
+    ("faust.transport.drivers.aiokafka:Consumer", "_committed_offset", "attribute"),
+    ("faust.transport.drivers.aiokafka:Consumer", "_acked", "attribute"),
+    ("faust.transport.drivers.aiokafka:Consumer", "_gap", "attribute"),
     ("faust.transport.drivers.aiokafka:Consumer", "_thread", "attribute"),
     ("faust.transport.drivers.aiokafka:Consumer", "_stopped", "attribute"),
     ("faust.transport.consumer:Fetcher", "_stopped", "attribute"),
@@ -72,6 +76,29 @@ def set_read_offset(consumer: Any, tp: TP, offset: int) -> None:
 async def add_gap(consumer: Any, tp: TP, first: int, last: int) -> None:
     """Let offset commits pass ``first..last``, offsets that will never be acked (absent or skipped)."""
     await consumer._add_gap(tp, first, last)
+
+
+def committed_offset(consumer: Any, tp: TP) -> int | None:
+    """The offset Faust's consumer last committed on ``tp``, i.e. the next one the group reads (None: none yet)."""
+    offset: int | None = consumer._committed_offset[tp]
+    return offset
+
+
+def start_commits_at(consumer: Any, tp: TP, offset: int) -> None:
+    """Where commits of ``tp`` start when nothing was committed yet: the first record read since the assignment."""
+    if consumer._committed_offset[tp] is None:
+        consumer._committed_offset[tp] = offset
+
+
+def acked_offsets(consumer: Any, tp: TP) -> list[int]:
+    """The offsets acked on ``tp`` and not committed yet."""
+    acked: list[int] = consumer._acked[tp]
+    return acked
+
+
+def in_gap(consumer: Any, tp: TP, offset: int) -> bool:
+    """True when ``offset`` of ``tp`` is a gap: an offset that will never be acked (absent or skipped)."""
+    return bool(consumer._gap[tp].overlaps(offset))
 
 
 def release(consumer: Any, message: Any) -> None:
