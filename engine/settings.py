@@ -95,6 +95,7 @@ class Settings:
     pending_ttl_s: float = 3_600.0  # earlier attempts of a draft (and its verdict records) are kept this long
     restore_window_s: float = 900.0  # a table restore reads this much changelog tail (0: all of it); see docs
     restore_checkpoint_s: float = 10.0  # how often a worker records its changelog end offsets (restore index)
+    ready_bound_s: float = 30.0  # a worker joining, restoring or resuming longer says why (/health, one log line)
     kafka_security_protocol: str = "PLAINTEXT"
     kafka_sasl_mechanism: str | None = None
     kafka_sasl_username: str | None = None
@@ -120,6 +121,8 @@ class Settings:
             raise ConfigurationError(
                 f"DRIFT_KAFKA_COMPRESSION must be one of {', '.join(COMPRESSION_TYPES)}, not {self.kafka_compression!r}"
             )
+        if not self.ready_bound_s > 0:
+            raise ConfigurationError(f"DRIFT_READY_BOUND_S must be greater than 0 seconds, not {self.ready_bound_s!r}")
         if not 0.0 < self.eval_judge_share < 1.0:
             raise ConfigurationError(
                 f"DRIFT_EVAL_JUDGE_SHARE must be between 0 and 1 (exclusive), not {self.eval_judge_share!r}"
