@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -315,11 +316,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stop-bound-s", type=float, default=30.0, help="a graceful stop longer than this fails")
     parser.add_argument("--answer-s", type=float, default=60.0)
     parser.add_argument("--port", type=int, default=20100, help="broker port; the workers' web ports follow it")
-    parser.add_argument("--dir", type=Path, default=Path(".restart-loop"))
+    parser.add_argument("--dir", type=Path, default=None, help="logs and data (default: a new temporary directory)")
     parser.add_argument("--judge", default="offline")
     parser.add_argument("--stop-on-failure", action="store_true")
     args = parser.parse_args(argv)
-    root = args.dir.resolve()
+    root = (args.dir or Path(tempfile.mkdtemp(prefix="drift-restart-loop-"))).resolve()
+    print(f"logs and data in {root}", flush=True)
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)  # PostgreSQL runs unprivileged when started by root
     database = start_database(root)
