@@ -46,6 +46,10 @@ PRIVATE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("faust.streams", "_current_event", "global"),
     ("faust.tables.base:Collection", "_store", "attribute"),
     ("aiokafka.consumer.consumer:AIOKafkaConsumer", "_fetcher", "attribute"),
+    ("aiokafka.consumer.consumer:AIOKafkaConsumer", "_coordinator", "attribute"),
+    ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_group_subscription", "attribute"),
+    ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_maybe_leave_group", "method"),
+    ("faust.transport.drivers.aiokafka:AIOKafkaConsumerThread", "_consumer", "attribute"),
     ("aiokafka.consumer.consumer:AIOKafkaConsumer", "_fetch_max_wait_ms", "attribute"),
     ("aiokafka.consumer.fetcher:Fetcher", "_records", "attribute"),
     ("aiokafka.consumer.fetcher:FetchResult", "_partition_records", "attribute"),
@@ -121,6 +125,31 @@ def consumer_thread(consumer: Any) -> Any:
 def kafka_fetcher(kafka_consumer: Any) -> Any:
     """aiokafka's fetcher of a consumer (None before the consumer starts)."""
     return kafka_consumer._fetcher
+
+
+def kafka_consumer(thread: Any) -> Any:
+    """The aiokafka consumer of Faust's consumer thread (None before it is created)."""
+    return getattr(thread, "_consumer", None)
+
+
+def leave_group_unless_leader(kafka_consumer: Any, on_skip: Any) -> None:
+    """When the consumer stops, it sends LeaveGroup only if it was not elected leader at its latest join; a
+    leader's membership ends by its session timeout instead (``on_skip()`` is called then). See
+    docs/known-issues.md, "A leader that leaves a forming group": the embedded broker keeps a departed leader of
+    a forming group as its leader for good."""
+    coordinator = getattr(kafka_consumer, "_coordinator", None)
+    if coordinator is None or not hasattr(coordinator, "_group_subscription"):
+        return  # no group (a client-only consumer)
+    leave = coordinator._maybe_leave_group
+
+    async def maybe_leave() -> None:
+        if coordinator._group_subscription is not None:  # set by the leader's assignment, reset at each rejoin
+            on_skip()
+            coordinator.reset_generation()
+            return
+        await leave()
+
+    coordinator._maybe_leave_group = maybe_leave
 
 
 def set_fetch_max_wait(kafka_consumer: Any, wait_ms: int) -> None:

@@ -102,6 +102,17 @@ class OrderlyClose:
     def close(self) -> None:
         log.info("a rebalance reached the stopping worker: its consumer leaves the group as it stops")
 
+    async def on_thread_stop(self) -> None:
+        """The orderly stop: a group leader does not send LeaveGroup (docs/known-issues.md, "A leader that
+        leaves a forming group"); its session times out instead, and the group forms again without it."""
+        if (consumer := private.kafka_consumer(self)) is not None:
+            private.leave_group_unless_leader(consumer, _leader_stays)
+        await super().on_thread_stop()  # type: ignore[misc]
+
+
+def _leader_stays() -> None:
+    log.info("this worker leads its consumer group: it does not send LeaveGroup, its session times out instead")
+
 
 class HeadOfLineCommits:
     """Mixin for Faust's consumer: never commit past the oldest record of a partition not handled yet

@@ -210,3 +210,39 @@ def test_a_rebalance_reaching_a_stopping_worker_leaves_its_kafka_consumer_to_the
     finally:
         loop.close()
     assert kafka._closed is False and scheduled == []  # the consumer thread's stop closes it, on its own loop
+
+
+class StandInCoordinator:
+    """aiokafka's group coordinator as the stop uses it: whether it led the latest join, and its LeaveGroup."""
+
+    def __init__(self, leader: bool) -> None:
+        self._group_subscription = {"drafts"} if leader else None  # set by the leader's assignment
+        self.generation = 3
+        self.left: list[int] = []
+
+    async def _maybe_leave_group(self) -> None:
+        self.left.append(self.generation)
+
+    def reset_generation(self) -> None:
+        self.generation = -1
+
+
+async def test_a_group_leader_stops_without_leave_group_a_follower_leaves(tmp_path: Any) -> None:
+    """The embedded broker keeps a leader that leaves a forming group as its leader for good: every later member
+    is a follower waiting for it, and no worker becomes ready again (docs/known-issues.md)."""
+    from streams.runtime import faust_private
+
+    for leader, left in ((True, []), (False, [3])):
+        coordinator = StandInCoordinator(leader)
+
+        class KafkaConsumer:
+            _coordinator = coordinator
+
+            async def stop(self) -> None:  # aiokafka's stop ends with the coordinator's LeaveGroup
+                await self._coordinator._maybe_leave_group()
+
+        thread = faust_private.consumer_thread(_faust_app(tmp_path).consumer)
+        thread._consumer = KafkaConsumer()
+        await thread.on_thread_stop()  # the consumer thread's orderly stop
+        assert coordinator.left == left, f"leader={leader}"
+        assert coordinator.generation == (-1 if leader else 3)
