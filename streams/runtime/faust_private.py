@@ -132,18 +132,18 @@ def kafka_consumer(thread: Any) -> Any:
     return getattr(thread, "_consumer", None)
 
 
-def leave_group_unless_leader(kafka_consumer: Any, on_skip: Any) -> None:
-    """When the consumer stops, it sends LeaveGroup only if it was not elected leader at its latest join; a
-    leader's membership ends by its session timeout instead (``on_skip()`` is called then). See
-    docs/known-issues.md, "A leader that leaves a forming group": the embedded broker keeps a departed leader of
-    a forming group as its leader for good."""
+def leave_group_unless_leader(kafka_consumer: Any, on_skip: Any, alone: Any) -> None:
+    """When the consumer stops, it sends LeaveGroup unless it was elected leader at its latest join and was not
+    alone in the group then (``alone()``); such a leader's membership ends by its session timeout instead
+    (``on_skip()`` is called then). See docs/known-issues.md, "A leader that leaves a forming group": the embedded
+    broker keeps a departed leader of a forming group as its leader for good."""
     coordinator = getattr(kafka_consumer, "_coordinator", None)
     if coordinator is None or not hasattr(coordinator, "_group_subscription"):
         return  # no group (a client-only consumer)
     leave = coordinator._maybe_leave_group
 
     async def maybe_leave() -> None:
-        if coordinator._group_subscription is not None:  # set by the leader's assignment, reset at each rejoin
+        if coordinator._group_subscription is not None and not alone():  # set by the leader's assignment
             on_skip()
             coordinator.reset_generation()
             return

@@ -103,11 +103,19 @@ class OrderlyClose:
         log.info("a rebalance reached the stopping worker: its consumer leaves the group as it stops")
 
     async def on_thread_stop(self) -> None:
-        """The orderly stop: a group leader does not send LeaveGroup (docs/known-issues.md, "A leader that
-        leaves a forming group"); its session times out instead, and the group forms again without it."""
-        if (consumer := private.kafka_consumer(self)) is not None:
-            private.leave_group_unless_leader(consumer, _leader_stays)
+        """The orderly stop: a group leader with other members does not send LeaveGroup (docs/known-issues.md,
+        "A leader that leaves a forming group"); its session times out instead, and the group forms again
+        without it. A leader alone in its group at its latest assignment (``drift up``) leaves at once: its group
+        is formed, and a formed group's leave clears the leader."""
+        app: Any = getattr(self, "app", None)
+        if (consumer := private.kafka_consumer(self)) is not None and app is not None:
+            private.leave_group_unless_leader(consumer, _leader_stays, lambda: members_seen(app) == 1)
         await super().on_thread_stop()  # type: ignore[misc]
+
+
+def members_seen(app: Any) -> int:
+    """How many workers the latest assignment spread the changelog partitions over (Faust's assignor)."""
+    return len(app.assignor.changelog_distribution or {})
 
 
 def _leader_stays() -> None:

@@ -232,7 +232,7 @@ async def test_a_group_leader_stops_without_leave_group_a_follower_leaves(tmp_pa
     is a follower waiting for it, and no worker becomes ready again (docs/known-issues.md)."""
     from streams.runtime import faust_private
 
-    for leader, left in ((True, []), (False, [3])):
+    for leader, members, left in ((True, 2, []), (False, 2, [3]), (True, 1, [3])):
         coordinator = StandInCoordinator(leader)
 
         class KafkaConsumer:
@@ -241,8 +241,10 @@ async def test_a_group_leader_stops_without_leave_group_a_follower_leaves(tmp_pa
             async def stop(self) -> None:  # aiokafka's stop ends with the coordinator's LeaveGroup
                 await self._coordinator._maybe_leave_group()
 
-        thread = faust_private.consumer_thread(_faust_app(tmp_path).consumer)
+        app = _faust_app(tmp_path)
+        app.assignor.changelog_distribution = {f"http://worker{n}": {} for n in range(members)}  # latest assignment
+        thread = faust_private.consumer_thread(app.consumer)
         thread._consumer = KafkaConsumer()
         await thread.on_thread_stop()  # the consumer thread's orderly stop
-        assert coordinator.left == left, f"leader={leader}"
-        assert coordinator.generation == (-1 if leader else 3)
+        assert coordinator.left == left, f"leader={leader} members={members}"
+        assert coordinator.generation == (3 if left else -1)  # alone, the leader leaves: its group cannot be forming
