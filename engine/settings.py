@@ -184,6 +184,11 @@ class Settings(BaseSettings):
     changelogs, Faust's own restore."""
     restore_checkpoint_s: Seconds = 10.0
     """How often a worker records its changelogs' end offsets (the index a bounded restore starts from)."""
+    ready_bound_s: Seconds = 30.0
+    """A worker still starting, joining its consumer group, restoring its tables or resuming after this long logs
+    one warning line with the reason, and `/health` names the phase with its duration (`"waiting_for":
+    "restoring tables: 29766 changelog records left (largest: verdict-records[0] 8705) (for 41 s)"`); after the
+    worker was ready once, a rebalance that outlasts it makes `/health` answer 503 with the reason."""
     kafka_security_protocol: SecurityProtocol = "PLAINTEXT"
     """Security protocol to the broker."""
     kafka_sasl_mechanism: SaslMechanism | None = None

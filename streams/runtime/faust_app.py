@@ -15,6 +15,7 @@ import faust
 
 from engine.errors import ConfigurationError, PayloadError
 from engine.settings import Settings
+from streams.runtime.readiness import Readiness
 from streams.runtime.restore import RestorePlan, register_store
 from streams.runtime.transport import FastLane, credentials, transport_class
 from streams.wire.topics import app_id
@@ -49,6 +50,7 @@ class DriftApp(faust.App):
         self.skipped = skipped
         self.restore = restore
         self.fast_lanes: dict[str, FastLane] = {}
+        self.readiness = Readiness(settings.ready_bound_s)  # why it does not gate yet (/health, one log line)
         self._before_closing: list[Callable[[], Awaitable[None]]] = []
 
     def add_fast_lane(self, topic: str, lane: FastLane) -> None:
@@ -59,6 +61,22 @@ class DriftApp(faust.App):
         """Await ``close`` when the app shuts down, before ``closing``: a service registers how to end its own
         tasks that send on the output (its dispatcher), as it registers its agents."""
         self._before_closing.append(close)
+
+    async def on_start(self) -> None:
+        await super().on_start()
+        self.add_future(self.readiness.watch(self))  # from the start: the join and the restore come first
+
+    def on_rebalance_start(self) -> None:
+        super().on_rebalance_start()
+        self.readiness.rebalance_started()
+
+    def on_rebalance_return(self) -> None:
+        super().on_rebalance_return()
+        self.readiness.assigned()
+
+    def on_rebalance_end(self) -> None:
+        super().on_rebalance_end()
+        self.readiness.rebalance_ended()
 
     async def on_stop(self) -> None:
         if self.restore is not None:

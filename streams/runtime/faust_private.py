@@ -28,6 +28,7 @@ PRIVATE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("faust.transport.drivers.aiokafka:AIOKafkaConsumerThread", "_highwaters", "method"),
     ("faust.transport.drivers.aiokafka:Consumer", "_new_consumer_thread", "method"),
     ("faust.transport.drivers.aiokafka:Consumer", "_drain_messages", "method"),
+    ("faust.transport.drivers.aiokafka:Consumer", "_new_offset", "method"),
     # overridden by streams.worker.runner
     ("mode.worker:Worker", "_on_sigint", "method"),
     ("mode.worker:Worker", "_on_sigterm", "method"),
@@ -36,12 +37,19 @@ PRIVATE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("faust.transport.drivers.aiokafka:Consumer", "_read_offset", "attribute"),
     ("faust.transport.drivers.aiokafka:Consumer", "_unacked_messages", "attribute"),
     ("faust.transport.drivers.aiokafka:Consumer", "_add_gap", "method"),
+    ("faust.transport.drivers.aiokafka:Consumer", "_committed_offset", "attribute"),
+    ("faust.transport.drivers.aiokafka:Consumer", "_acked", "attribute"),
+    ("faust.transport.drivers.aiokafka:Consumer", "_gap", "attribute"),
     ("faust.transport.drivers.aiokafka:Consumer", "_thread", "attribute"),
     ("faust.transport.drivers.aiokafka:Consumer", "_stopped", "attribute"),
     ("faust.transport.consumer:Fetcher", "_stopped", "attribute"),
     ("faust.streams", "_current_event", "global"),
     ("faust.tables.base:Collection", "_store", "attribute"),
     ("aiokafka.consumer.consumer:AIOKafkaConsumer", "_fetcher", "attribute"),
+    ("aiokafka.consumer.consumer:AIOKafkaConsumer", "_coordinator", "attribute"),
+    ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_group_subscription", "attribute"),
+    ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_maybe_leave_group", "method"),
+    ("faust.transport.drivers.aiokafka:AIOKafkaConsumerThread", "_consumer", "attribute"),
     ("aiokafka.consumer.consumer:AIOKafkaConsumer", "_fetch_max_wait_ms", "attribute"),
     ("aiokafka.consumer.fetcher:Fetcher", "_records", "attribute"),
     ("aiokafka.consumer.fetcher:FetchResult", "_partition_records", "attribute"),
@@ -74,6 +82,29 @@ async def add_gap(consumer: Any, tp: TP, first: int, last: int) -> None:
     await consumer._add_gap(tp, first, last)
 
 
+def committed_offset(consumer: Any, tp: TP) -> int | None:
+    """The offset Faust's consumer last committed on ``tp``, i.e. the next one the group reads (None: none yet)."""
+    offset: int | None = consumer._committed_offset[tp]
+    return offset
+
+
+def start_commits_at(consumer: Any, tp: TP, offset: int) -> None:
+    """Where commits of ``tp`` start when nothing was committed yet: the first record read since the assignment."""
+    if consumer._committed_offset[tp] is None:
+        consumer._committed_offset[tp] = offset
+
+
+def acked_offsets(consumer: Any, tp: TP) -> list[int]:
+    """The offsets acked on ``tp`` and not committed yet."""
+    acked: list[int] = consumer._acked[tp]
+    return acked
+
+
+def in_gap(consumer: Any, tp: TP, offset: int) -> bool:
+    """True when ``offset`` of ``tp`` is a gap: an offset that will never be acked (absent or skipped)."""
+    return bool(consumer._gap[tp].overlaps(offset))
+
+
 def release(consumer: Any, message: Any) -> None:
     """Forget a tracked message that will not be handled here (fetched again after a rebalance)."""
     consumer._unacked_messages.discard(message)
@@ -94,6 +125,31 @@ def consumer_thread(consumer: Any) -> Any:
 def kafka_fetcher(kafka_consumer: Any) -> Any:
     """aiokafka's fetcher of a consumer (None before the consumer starts)."""
     return kafka_consumer._fetcher
+
+
+def kafka_consumer(thread: Any) -> Any:
+    """The aiokafka consumer of Faust's consumer thread (None before it is created)."""
+    return getattr(thread, "_consumer", None)
+
+
+def leave_group_unless_leader(kafka_consumer: Any, on_skip: Any, alone: Any) -> None:
+    """When the consumer stops, it sends LeaveGroup unless it was elected leader at its latest join and was not
+    alone in the group then (``alone()``); such a leader's membership ends by its session timeout instead
+    (``on_skip()`` is called then). See docs/known-issues.md, "A leader that leaves a forming group": the embedded
+    broker keeps a departed leader of a forming group as its leader for good."""
+    coordinator = getattr(kafka_consumer, "_coordinator", None)
+    if coordinator is None or not hasattr(coordinator, "_group_subscription"):
+        return  # no group (a client-only consumer)
+    leave = coordinator._maybe_leave_group
+
+    async def maybe_leave() -> None:
+        if coordinator._group_subscription is not None and not alone():  # set by the leader's assignment
+            on_skip()
+            coordinator.reset_generation()
+            return
+        await leave()
+
+    coordinator._maybe_leave_group = maybe_leave
 
 
 def set_fetch_max_wait(kafka_consumer: Any, wait_ms: int) -> None:

@@ -35,7 +35,7 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
     (Faust hard-codes 1500 ms) and table-recovery end offsets that count whole batches (Tansu reports the last
     batch's base offset + 1; see :func:`streams.wire.kafka.true_end_offsets`)."""
 
-    class ConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
+    class ConsumerThread(OrderlyClose, faust_aiokafka.AIOKafkaConsumerThread):
         _probe: AIOKafkaConsumer | None = None
         skipped: collections.deque[SkippedBatch]  # undecodable batches, reported by FastLanes (thread-safe)
 
@@ -71,7 +71,7 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
                 await self._probe.stop()
             await super().on_thread_stop()
 
-    class Consumer(FastLanes, faust_aiokafka.Consumer):
+    class Consumer(HeadOfLineCommits, FastLanes, faust_aiokafka.Consumer):
         def _new_consumer_thread(self) -> ConsumerThread:
             thread = ConsumerThread(self, loop=self.loop, beacon=self.beacon)
             thread.skipped = collections.deque()
@@ -82,6 +82,73 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
 
     Transport.Consumer = Consumer
     return Transport
+
+
+class OrderlyClose:
+    """Mixin for Faust's consumer thread: a rebalance that reaches a stopping worker leaves the Kafka consumer to
+    the worker's orderly stop (docs/known-issues.md, "A rebalance during a graceful stop").
+
+    Faust answers a rebalance callback of a stopping app with ``consumer.close()``, which marks aiokafka's
+    consumer closed and runs its client's and coordinator's ``close()`` on the app's event loop, not on the
+    consumer thread's own loop. The coordinator's close then fails half-way (it awaits a task of the other loop),
+    its heartbeat task is never stopped, the client's connections are closed under it ("marking coordinator
+    dead"), and the thread's own ``consumer.stop()`` returns at once because the consumer is marked closed: the
+    worker never leaves the group and its process never exits (its web server and sinks go on). Both workers
+    stopped at the same moment hit it: the first to leave starts a rebalance for the other, still stopping.
+    Doing nothing here is safe: the rebalance callback has returned (the app is stopping), and the thread's
+    stop (``on_thread_stop``) stops the consumer on its own loop, which leaves the group.
+    """
+
+    def close(self) -> None:
+        log.info("a rebalance reached the stopping worker: its consumer leaves the group as it stops")
+
+    async def on_thread_stop(self) -> None:
+        """The orderly stop: a group leader with other members does not send LeaveGroup (docs/known-issues.md,
+        "A leader that leaves a forming group"); its session times out instead, and the group forms again
+        without it. A leader alone in its group at its latest assignment (``drift up``) leaves at once: its group
+        is formed, and a formed group's leave clears the leader."""
+        app: Any = getattr(self, "app", None)
+        if (consumer := private.kafka_consumer(self)) is not None and app is not None:
+            private.leave_group_unless_leader(consumer, _leader_stays, lambda: members_seen(app) == 1)
+        await super().on_thread_stop()  # type: ignore[misc]
+
+
+def members_seen(app: Any) -> int:
+    """How many workers the latest assignment spread the changelog partitions over (Faust's assignor)."""
+    return len(app.assignor.changelog_distribution or {})
+
+
+def _leader_stays() -> None:
+    log.info("this worker leads its consumer group: it does not send LeaveGroup, its session times out instead")
+
+
+class HeadOfLineCommits:
+    """Mixin for Faust's consumer: never commit past the oldest record of a partition not handled yet
+    (docs/known-issues.md, "Faust commits past a record still being handled").
+
+    Faust computes the offset to commit from the acked offsets, but its guard against a missing head compares
+    them with the committed offset as if it were the last record handled, when it is the next one to read: with
+    ``committed = c`` and ``c + 1 …`` acked while ``c`` is still being judged (a slow judge call ahead of quick
+    drafts of other agents), it commits past ``c``. When the worker then gives ``c`` up — a graceful stop, or a
+    rebalance that withdraws the drafts it had queued — the next owner starts after it, and the draft is never
+    answered. Here the commit waits until ``c`` is acked (or lies in a gap: an offset that never comes).
+    """
+
+    def _new_offset(self, tp: TP) -> int | None:
+        if head_unhandled(self, tp):
+            return None
+        offset: int | None = super()._new_offset(tp)  # type: ignore[misc]
+        return offset
+
+
+def head_unhandled(consumer: Any, tp: TP) -> bool:
+    """True when the next offset the group would read on ``tp`` is neither acked nor in a gap while later ones
+    are: a commit now would skip it."""
+    head = private.committed_offset(consumer, tp)
+    acked = private.acked_offsets(consumer, tp)
+    if head is None or not acked or min(acked) <= head:
+        return False
+    return not private.in_gap(consumer, tp, head)
 
 
 def requested_partitions(active: AbstractSet[TP] | None) -> set[TP] | None:
@@ -144,10 +211,13 @@ async def drain_once(consumer: Any, lanes: Mapping[str, FastLane]) -> None:
     batches: dict[str, list[Any]] = {}
     async for tp, message in consumer.getmany(timeout=1.0):
         read = private.read_offset(consumer, tp)
+        if read is None and consumer.app.topics.acks_enabled_for(tp.topic):
+            private.start_commits_at(consumer, tp, message.offset)  # no commit yet: the first record read is the head
         if read is not None and message.offset < read:
             continue  # already seen before a seek
         if read is not None and message.offset - read > 1 and consumer.app.topics.acks_enabled_for(tp.topic):
-            await private.add_gap(consumer, tp, read + 1, message.offset)  # lets commits pass offsets that never come
+            # commits may pass the offsets that never came, not this record (Faust's own loop marks it too)
+            await private.add_gap(consumer, tp, read + 1, message.offset - 1)
         private.set_read_offset(consumer, tp, message.offset)
         lane = lanes.get(tp.topic)
         if lane is None:

@@ -230,9 +230,9 @@ def _install_lifecycle(app: DriftApp, worker: Worker, on_ready: Callable[[], Non
 
     @app.page("/health")
     async def health_page(web: Any, request: Any) -> Any:
-        """200 once the worker gates (database up, configurations loaded); 503 with the reason before."""
-        body = {"ready": store.waiting_for is None, "waiting_for": store.waiting_for}
-        return web.json(body, status=200 if store.waiting_for is None else 503)
+        """200 once the worker gates; 503 with the reason before (streams.runtime.readiness, the store)."""
+        waiting = app.readiness.waiting_for(app) or store.waiting_for
+        return web.json({"ready": waiting is None, "waiting_for": waiting}, status=200 if waiting is None else 503)
 
     @app.page("/stats")
     async def stats_page(web: Any, request: Any) -> Any:

@@ -46,12 +46,14 @@ class FakeConsumer:
     flow_active: bool = True
     suspend_flow: asyncio.Event = field(default_factory=asyncio.Event)
     _read_offset: dict[TP, int | None] = field(default_factory=dict)
+    _committed_offset: dict[TP, int | None] = field(default_factory=dict)
     _unacked_messages: set[FakeMessage] = field(default_factory=set)
     gaps: list[tuple[TP, int, int]] = field(default_factory=list)
     routed: list[FakeMessage] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._read_offset = _DefaultNone(self._read_offset)
+        self._committed_offset = _DefaultNone(self._committed_offset)
 
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, FakeMessage]]:
         for message in self.fetched:
@@ -112,7 +114,7 @@ async def test_records_before_the_read_offset_are_skipped_and_gaps_recorded() ->
     lane = Lane()
     await drain_once(consumer, {"drafts": lane})
     assert lane.batches == [[4, 5, 9]]
-    assert consumer.gaps == [(TP("drafts", 0), 6, 9)]  # offsets 6-8 never come: commits may pass them
+    assert consumer.gaps == [(TP("drafts", 0), 6, 8)]  # offsets 6-8 never come: commits may pass them, not 9
 
 
 async def test_a_batch_fetched_before_a_rebalance_is_released_not_handled(monkeypatch: Any) -> None:
@@ -140,3 +142,109 @@ async def test_the_faust_consumer_has_what_the_fast_lane_relies_on(tmp_path: Any
     for name in ("_read_offset", "_unacked_messages", "suspend_flow", "flow_active", "consumer_stopped_errors"):
         assert hasattr(consumer, name), name
     assert isinstance(app.consumer_generation_id, int) and callable(app.topics.acks_enabled_for)
+
+
+async def test_commits_start_at_the_first_record_read_where_nothing_was_committed() -> None:
+    consumer = FakeConsumer(messages("drafts", range(7, 9)))
+    consumer._committed_offset[TP("drafts", 1)] = 3  # another partition, committed before
+    await drain_once(consumer, {"drafts": Lane()})
+    assert consumer._committed_offset[TP("drafts", 0)] == 7  # the head: no commit passes 7 before it is acked
+    assert consumer._committed_offset[TP("drafts", 1)] == 3
+
+
+def _faust_app(tmp_path: Any) -> Any:
+    from engine.settings import Settings
+    from streams.runtime.faust_app import faust_app
+    from tests.streams.fakes import NothingToClose, no_skipped_batches
+
+    settings = Settings(data_dir=tmp_path, broker="127.0.0.1:1")
+    return faust_app(settings, 3, closing=NothingToClose(), skipped=no_skipped_batches)
+
+
+def test_no_commit_passes_a_record_still_being_handled(tmp_path: Any) -> None:
+    """Faust's off-by-one (docs/known-issues.md): committed 10 (the next record to read) and 11, 12 acked while
+    10 is still being judged made Faust commit 13; a graceful stop or a rebalance then gave 10 up for good."""
+    from faust.types import TP as FaustTP
+
+    consumer = _faust_app(tmp_path).consumer
+    tp = FaustTP("drafts", 0)
+    consumer._committed_offset[tp] = 10
+    for offset in (11, 12):
+        consumer._acked[tp].append(offset)
+        consumer._acked_index[tp].add(offset)
+    assert consumer._new_offset(tp) is None  # 10 is not handled yet
+    consumer._acked[tp].append(10)
+    consumer._acked_index[tp].add(10)
+    assert consumer._new_offset(tp) == 13
+    consumer._committed_offset[tp] = 20
+    consumer._acked[tp].extend([21, 22])
+    consumer._gap[tp].addi(20, 21)  # 20 never comes (a skipped batch): commits may pass it
+    assert consumer._new_offset(tp) == 23
+
+
+def test_a_rebalance_reaching_a_stopping_worker_leaves_its_kafka_consumer_to_the_orderly_stop(tmp_path: Any) -> None:
+    """Faust answers a rebalance during a stop with ``consumer.close()``, which marked aiokafka's consumer closed
+    and closed its client and coordinator on the app's loop instead of the consumer thread's: the thread's own
+    stop then skipped leaving the group and the worker never exited (docs/known-issues.md)."""
+    from streams.runtime import faust_private
+
+    app = _faust_app(tmp_path)
+    scheduled: list[str] = []
+
+    class Closing:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        async def close(self) -> None:
+            scheduled.append(self.name)
+
+    kafka = type("KafkaConsumer", (), {"_closed": False, "_client": Closing("client"),
+                                        "_coordinator": Closing("coordinator")})()  # fmt: skip
+    thread = faust_private.consumer_thread(app.consumer)
+    thread._consumer = kafka
+    loop = asyncio.new_event_loop()
+    try:
+        app.loop = loop
+        app._on_rebalance_when_stopped()  # what Faust calls when a rebalance callback finds the app stopping
+        loop.run_until_complete(asyncio.sleep(0.01))
+    finally:
+        loop.close()
+    assert kafka._closed is False and scheduled == []  # the consumer thread's stop closes it, on its own loop
+
+
+class StandInCoordinator:
+    """aiokafka's group coordinator as the stop uses it: whether it led the latest join, and its LeaveGroup."""
+
+    def __init__(self, leader: bool) -> None:
+        self._group_subscription = {"drafts"} if leader else None  # set by the leader's assignment
+        self.generation = 3
+        self.left: list[int] = []
+
+    async def _maybe_leave_group(self) -> None:
+        self.left.append(self.generation)
+
+    def reset_generation(self) -> None:
+        self.generation = -1
+
+
+async def test_a_group_leader_stops_without_leave_group_a_follower_leaves(tmp_path: Any) -> None:
+    """The embedded broker keeps a leader that leaves a forming group as its leader for good: every later member
+    is a follower waiting for it, and no worker becomes ready again (docs/known-issues.md)."""
+    from streams.runtime import faust_private
+
+    for leader, members, left in ((True, 2, []), (False, 2, [3]), (True, 1, [3])):
+        coordinator = StandInCoordinator(leader)
+
+        class KafkaConsumer:
+            _coordinator = coordinator
+
+            async def stop(self) -> None:  # aiokafka's stop ends with the coordinator's LeaveGroup
+                await self._coordinator._maybe_leave_group()
+
+        app = _faust_app(tmp_path)
+        app.assignor.changelog_distribution = {f"http://worker{n}": {} for n in range(members)}  # latest assignment
+        thread = faust_private.consumer_thread(app.consumer)
+        thread._consumer = KafkaConsumer()
+        await thread.on_thread_stop()  # the consumer thread's orderly stop
+        assert coordinator.left == left, f"leader={leader} members={members}"
+        assert coordinator.generation == (3 if left else -1)  # alone, the leader leaves: its group cannot be forming

@@ -1,0 +1,84 @@
+"""What a worker says while it is not ready (streams.runtime.readiness), against a stand-in of Faust's app."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from types import SimpleNamespace
+from typing import Any, NamedTuple
+
+import pytest
+
+from streams.runtime.readiness import Readiness
+
+
+class TP(NamedTuple):
+    topic: str
+    partition: int
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def app(remaining: dict[TP, int] | None = None) -> Any:
+    recovery = SimpleNamespace(in_recovery=remaining is not None, active_remaining=lambda: Counter(remaining or {}))
+    return SimpleNamespace(tables=SimpleNamespace(recovery=recovery), conf=SimpleNamespace(id="persona-drift-x"))
+
+
+def test_each_phase_is_named_with_how_long_it_has_lasted() -> None:
+    clock = Clock()
+    readiness = Readiness(30.0, clock)
+    clock.now += 4
+    assert readiness.waiting_for(app()) == "starting (for 4 s)"
+    readiness.rebalance_started()
+    clock.now += 12
+    assert readiness.waiting_for(app()) == "joining the consumer group (for 12 s)"
+    readiness.assigned()
+    clock.now += 7
+    changelog = "persona-drift-x-verdict-records-changelog"
+    restoring = app({TP(changelog, 0): 8705, TP(changelog, 2): 1200, TP("persona-drift-x-b-changelog", 1): 0})
+    assert readiness.waiting_for(restoring) == (
+        "restoring tables: 9905 changelog records left (largest: verdict-records[0] 8705) (for 7 s)"
+    )
+    assert readiness.waiting_for(app()) == "preparing or finishing the restore (for 7 s)"
+    readiness.rebalance_ended()
+    assert readiness.waiting_for(app()) is None
+
+
+def test_after_the_first_restore_only_a_rebalance_past_the_bound_makes_it_not_ready() -> None:
+    clock = Clock()
+    readiness = Readiness(30.0, clock)
+    readiness.rebalance_started()
+    readiness.assigned()
+    readiness.rebalance_ended()
+    readiness.rebalance_started()  # a worker joins: a short rebalance leaves this one ready
+    clock.now += 29
+    assert readiness.waiting_for(app()) is None
+    clock.now += 2
+    assert readiness.waiting_for(app()) == "joining the consumer group (for 31 s)"
+
+
+def test_one_warning_line_per_phase_past_the_bound(caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    readiness = Readiness(30.0, clock)
+    readiness.rebalance_started()
+    clock.now += 10
+    assert readiness.check(app()) is None
+    clock.now += 25
+    with caplog.at_level(logging.WARNING, logger="streams.runtime.readiness"):
+        line = readiness.check(app())
+        assert readiness.check(app()) is None  # said once
+    assert line == "worker not ready after 35 s (DRIFT_READY_BOUND_S=30): joining the consumer group"
+    assert [r.getMessage() for r in caplog.records] == [line]
+    readiness.assigned()
+    clock.now += 31
+    restoring = app({TP("persona-drift-x-recent-messages-changelog", 1): 5})
+    assert readiness.check(restoring) == (
+        "worker not ready after 31 s (DRIFT_READY_BOUND_S=30): restoring tables: 5 changelog records left "
+        "(largest: recent-messages[1] 5)"
+    )
