@@ -198,6 +198,10 @@ def worker(
     """Run a gate worker against the configured broker and database (scale out by running several)."""
     from engine.judges.factory import make_judge
     from engine.library import PropositionLibrary
+    from streams.worker.startup import StartupClock
+
+    clock = StartupClock()
+    clock.mark("cli imports")
 
     settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions)
     if not sinks:
@@ -209,6 +213,7 @@ def worker(
     with quiet_kafka_logs(verbose):
         created = run(_reachable(settings, partitions))
     _note_judge(judge_impl.name)
+    clock.mark("checks")
     from streams.worker.runner import run_worker  # Faust: imported once the services answered
 
     if created:
@@ -216,7 +221,7 @@ def worker(
     ready = (f"ready worker broker={mask_url(settings.broker)} judge={judge_impl.name} "
              f"prefix={settings.topic_prefix} web=http://{settings.web_host}:{settings.web_port}")  # fmt: skip
     run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready),
-               loglevel="INFO" if verbose else "WARNING")  # fmt: skip
+               loglevel="INFO" if verbose else "WARNING", clock=clock)  # fmt: skip
     print("stopped", file=sys.stderr)
 
 

@@ -96,9 +96,10 @@ def faust_app(
         autodiscover=False,
         topic_partitions=partitions,
         topic_replication_factor=1,
-        broker_session_timeout=6,
-        broker_heartbeat_interval=1,
-        broker_rebalance_timeout=5,
+        broker_session_timeout=settings.group_session_timeout_s,
+        broker_heartbeat_interval=settings.group_heartbeat_s,
+        broker_rebalance_timeout=settings.group_rebalance_timeout_s,
+        consumer_group_instance_id=settings.group_instance_id or None,
         broker_commit_interval=0.5,
         consumer_auto_offset_reset="earliest",
         producer_linger=0.05,  # Faust's producer carries only table changelogs
