@@ -6,7 +6,7 @@ phase by phase, from its ``worker started in`` line: :mod:`streams.worker.startu
 agents send 100 drafts/s (similarity on, offline judge; each draft's send time and its verdict's arrival are
 recorded here) while, one after the other, a worker is stopped (SIGTERM), a worker joins, a worker is killed
 (SIGKILL) and a worker joins again, ``--settle`` seconds apart. Before and after each event every worker's
-``/assignment/`` page (Faust's) says which drafts partitions it owns: a partition whose owner changed *moved*.
+``/partitions`` page says which drafts partitions it is active for: a partition whose owner changed *moved*.
 
 Per event, over the drafts sent from 1 s before it until ``WINDOW_S`` after: the longest wait for a verdict of
 a moved partition and of one that did not move, and each beyond the normal latency (the median of the 5 s
@@ -107,11 +107,11 @@ async def read_verdicts(settings: Settings, traffic: Traffic, started: asyncio.E
 
 
 async def owned(worker: WorkerProcess, topic: str) -> set[int]:
-    """The drafts partitions ``worker`` is active for (Faust's ``/assignment/`` page; empty if it does not answer)."""
+    """The drafts partitions ``worker`` is active for (its ``/partitions`` page; empty if it does not answer)."""
     try:
-        async with httpx.AsyncClient(timeout=3.0) as client:
-            page = (await client.get(f"http://127.0.0.1:{worker.env['DRIFT_WEB_PORT']}/assignment/")).json()
-        return set(page.get("actives", {}).get(topic, []))
+        async with httpx.AsyncClient(timeout=5.0) as client:
+            page = (await client.get(f"http://127.0.0.1:{worker.env['DRIFT_WEB_PORT']}/partitions")).json()
+        return set(page.get("drafts", []))
     except (httpx.HTTPError, ValueError):
         return set()
 
