@@ -95,8 +95,8 @@ class Settings:
     pending_ttl_s: float = 3_600.0  # earlier attempts of a draft (and its verdict records) are kept this long
     restore_window_s: float = 900.0  # a table restore reads this much changelog tail (0: all of it); see docs
     restore_checkpoint_s: float = 10.0  # how often a worker records its changelog end offsets (restore index)
-    group_session_timeout_s: float = 3.0  # a silent worker leaves its consumer group after this (docs/operations.md)
-    group_heartbeat_s: float = 0.5  # a worker's heartbeat to its group (also how soon it sees a rebalance)
+    group_session_timeout_s: float = 6.0  # a silent worker leaves its consumer group after this (docs/operations.md)
+    group_heartbeat_s: float = 1.0  # a worker's heartbeat to its group (also how soon it sees a rebalance)
     group_rebalance_timeout_s: float = 5.0  # how long the group waits for its members to rejoin in a rebalance
     group_instance_id: str = ""  # static membership (Kafka's group.instance.id); empty: off
     kafka_security_protocol: str = "PLAINTEXT"
