@@ -217,7 +217,7 @@ async def measure(rounds: int, settle_s: float, rate: float = RATE) -> dict[str,
         tasks.append(asyncio.ensure_future(read_verdicts(settings, run.traffic, listening)))
         await asyncio.wait_for(listening.wait(), 30.0)
         tasks.append(asyncio.ensure_future(send_stream(settings, run.traffic, stop, rate)))
-        await asyncio.sleep(10.0)  # a steady state before the first event
+        await _steady(run.traffic, rate)  # a steady state before the first event
         for _ in range(rounds):
             for kind in EVENTS:
                 run.events.append(await event(run, kind, settle_s))
@@ -235,6 +235,14 @@ async def measure(rounds: int, settle_s: float, rate: float = RATE) -> dict[str,
             await asyncio.to_thread(worker.stop, 30.0)
         stack.stop()
         shutil.rmtree(stack.root, ignore_errors=True)
+
+
+async def _steady(traffic: Traffic, rate: float, timeout_s: float = 120.0) -> None:
+    """Until 5 s of drafts have their verdicts (bounded), then 5 s more: the normal latency before any event."""
+    deadline = time.monotonic() + timeout_s
+    while len(traffic.answered) < 5 * rate and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+    await asyncio.sleep(5.0)
 
 
 async def _drain(traffic: Traffic, timeout_s: float) -> None:
