@@ -120,8 +120,9 @@ def startup_phases(worker: WorkerProcess) -> dict[str, float]:
     """The worker's ``worker started in`` line as {"total": s, phase: s, ...} (empty if absent)."""
     for line in reversed(worker.log_path.read_text(encoding="utf-8", errors="replace").splitlines()):
         if found := STARTED.search(line):
-            phases = {"total": float(found[1])}
-            for part in found[2].split(", "):
+            listed, _, cpu = found[2].partition("; cpu ")
+            phases = {"total": float(found[1]), "cpu": float(cpu.split()[0]) if cpu else -1.0}
+            for part in listed.split(", "):
                 name, seconds = part.rsplit(" ", 2)[0], part.rsplit(" ", 2)[1]
                 phases[name] = float(seconds)
             return phases

@@ -56,9 +56,12 @@ class StartupClock:
         return out
 
     def summary(self) -> str:
+        """``worker started in T s: phase s, …; cpu C s`` (C: this process's CPU time so far — what the start
+        costs on an idle host, whatever the load when it was measured)."""
         phases = self.phases()
         total = sum(phases.values())
-        return f"{PREFIX} {total:.2f} s: " + ", ".join(f"{name} {s:.2f} s" for name, s in phases.items())
+        listed = ", ".join(f"{name} {s:.2f} s" for name, s in phases.items())
+        return f"{PREFIX} {total:.2f} s: {listed}; cpu {time.process_time():.2f} s"
 
     def on_ready(self, callback: Callable[[], None] | None) -> Callable[[], None]:
         """``callback`` preceded by the ``store`` mark and the summary line."""
