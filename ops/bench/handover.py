@@ -8,7 +8,8 @@ recorded here) while, one after the other, a worker is stopped (SIGTERM), a work
 (SIGKILL) and a worker joins again, ``--settle`` seconds apart. Before and after each event every worker's
 ``/partitions`` page says which drafts partitions it is active for: a partition whose owner changed *moved*.
 
-Per event, over the drafts sent from 1 s before it until ``WINDOW_S`` after: the longest wait for a verdict of
+Per event, over the drafts sent from 1 s before it until ``WINDOW_S`` after (after the new worker is ready, for
+a join: it joins the group at the end of its start-up): the longest wait for a verdict of
 a moved partition and of one that did not move, and each beyond the normal latency (the median of the 5 s
 before the event). The floor (:mod:`ops.bench.handover_floor`) is a bare aiokafka group with the same group
 timeouts doing the same leave and join. Every figure is also in ``results.json`` (``handover_*``).
@@ -185,14 +186,15 @@ async def event(run: Run, kind: str, settle_s: float) -> dict[str, Any]:
     return figures
 
 
-def waits(traffic: Traffic, at: float, moved: set[int]) -> dict[str, float]:
-    """The event's wait figures (seconds); a group with no draft gets -1."""
+def waits(traffic: Traffic, at: float, moved: set[int], until: float = 0.0) -> dict[str, float]:
+    """The event's wait figures (seconds); a group with no draft gets -1. ``until``: seconds after ``at`` the
+    window starts to count ``WINDOW_S`` from (a joining worker's start to ready: it joins the group at its end)."""
     normal = traffic.latencies(at - 6.0, at - BEFORE_S)
     p50 = statistics.median(normal) if normal else 0.0
     stayed = set(range(PARTITIONS)) - moved
     out = {"normal_p50_s": p50}
     for name, partitions in (("moved", moved), ("unmoved", stayed)):
-        found = traffic.latencies(at - BEFORE_S, at + WINDOW_S, partitions)
+        found = traffic.latencies(at - BEFORE_S, at + until + WINDOW_S, partitions)
         out[f"{name}_max_s"] = max(found) if found else -1.0
         out[f"{name}_extra_s"] = max(found) - p50 if found else -1.0
     first = traffic.latencies(at, at + 2.0)
@@ -270,7 +272,7 @@ def results(found: dict[str, Any], settings: Settings) -> dict[str, float]:
     for kind in ("stop", "join", "kill"):
         events = [e for e in found["events"] if e["event"] == kind]
         for e in events:
-            e.update(waits(traffic, e["at"], set(e["moved"])))
+            e.update(waits(traffic, e["at"], set(e["moved"]), e.get("ready_s", 0.0)))
         for key in ("moved_max_s", "unmoved_max_s", "unmoved_extra_s", "sent_in_2s_after_max_s", "normal_p50_s"):
             out[f"handover_{kind}_{key}"] = max(e[key] for e in events)
         if kind == "join":
