@@ -52,6 +52,7 @@ from streams.wire.kafka import client_kwargs
 from streams.wire.topics import Topics
 
 READY_BOUND_S = 90.0  # a start that is not ready by then is counted and retried
+COLLECT_S = 600.0  # verdicts are read until every draft has one or this long (a loaded machine has a backlog)
 STOP_BOUND_S = 60.0  # a graceful stop that has not ended by then is counted and the worker killed
 SETTLE_S = 12.0  # between events: the group settles and the backlog drains
 
@@ -188,7 +189,7 @@ async def _collect(stage: Stage, ids: set[str]) -> tuple[dict[str, list[dict[str
 
     found: dict[str, list[dict[str, Any]]] = {}
     first: dict[str, float] = {}
-    for record in await read_all(stage.settings, Topics(stage.prefix).verdicts, complete, timeout_s=180.0):
+    for record in await read_all(stage.settings, Topics(stage.prefix).verdicts, complete, timeout_s=COLLECT_S):
         verdict = orjson.loads(record.value)
         if verdict["draft_id"] in ids:
             found.setdefault(verdict["draft_id"], []).append(verdict)
