@@ -184,6 +184,19 @@ class Settings(BaseSettings):
     changelogs, Faust's own restore."""
     restore_checkpoint_s: Seconds = 10.0
     """How often a worker records its changelogs' end offsets (the index a bounded restore starts from)."""
+    group_session_timeout_s: Seconds = 6.0
+    """A worker that stops heartbeating (SIGKILL, a hung host) loses its partitions after this long; on the
+    embedded broker every rebalance also waits about half of it; Kafka's stock minimum
+    (`group.min.session.timeout.ms`); `3` halves every rebalance on the embedded broker on a host with headroom
+    (compose's Kafka allows it) ([operations](operations.md#rolling-deploys-and-scale-events))."""
+    group_heartbeat_s: Seconds = 1.0
+    """A worker's heartbeat to its consumer group; a member notices a rebalance at its next heartbeat."""
+    group_rebalance_timeout_s: Seconds = 5.0
+    """How long the group waits for every member to rejoin during a rebalance."""
+    group_instance_id: str = ""
+    """Static membership (Kafka's `group.instance.id`, one distinct value per worker): a worker restarted within
+    the session timeout gets its partitions back without a rebalance, on Kafka ≥ 2.3; the embedded broker does
+    not honour it ([operations](operations.md#rolling-deploys-and-scale-events)); empty: off."""
     ready_bound_s: Seconds = 30.0
     """A worker still starting, joining its consumer group, restoring its tables or resuming after this long logs
     one warning line with the reason, and `/health` names the phase with its duration (`"waiting_for":

@@ -116,6 +116,46 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         "—",
         None,
     ),
+    "handover_floor_leave_s": (
+        "floor: a bare aiokafka group, one member's graceful leave until the other owns all",
+        "—",
+        None,
+    ),
+    "handover_floor_join_s": ("floor: the same group, a new member's start until both hold their share", "—", None),
+    "handover_stop_moved_max_s": (
+        "graceful stop (SIGTERM) of one of two workers, 100 drafts/s: longest wait, moved partitions",
+        "≤ floor leave + 2",
+        lambda r: r["handover_stop_moved_max_s"] <= r["handover_floor_leave_s"] + 2,
+    ),
+    "handover_stop_unmoved_extra_s": (
+        "the same: drafts of partitions that did not move, beyond their normal latency",
+        "≤ 0.5",
+        lambda r: 0 <= r["handover_stop_unmoved_extra_s"] <= 0.5,
+    ),
+    "handover_join_moved_max_s": (
+        "a worker joining, 100 drafts/s: longest wait of any draft (moved partitions)",
+        "≤ floor join + 1",
+        lambda r: (
+            max(r["handover_join_moved_max_s"], r["handover_join_unmoved_max_s"]) <= r["handover_floor_join_s"] + 1
+        ),
+    ),
+    "handover_join_unmoved_max_s": ("the same, partitions that did not move", "—", None),
+    "handover_kill_moved_max_s": (
+        "SIGKILL of one of two workers: longest wait of a draft of the dead worker's partitions",
+        "≤ session timeout + 2",
+        lambda r: r["handover_kill_moved_max_s"] <= r["handover_session_timeout_s"] + 2,
+    ),
+    "handover_unanswered": (
+        "drafts with no verdict at the end of the hand-over run",
+        "0",
+        lambda r: r["handover_unanswered"] == 0,
+    ),
+    "worker_start_ready_fresh_s": (
+        "a worker's process start → ready, fresh stack (phases: `worker_start_*`)",
+        "≤ 3",
+        lambda r: r["worker_start_ready_fresh_s"] <= 3,
+    ),
+    "worker_join_ready_streaming_s": ("a worker joining a running one under 100 drafts/s: start → ready", "—", None),
     "sim_overhead_per_turn_ms": ("simulation overhead per agent turn, 20 sessions, 200 ms scripted actor", "—", None),
     "sim_overhead_per_step_ms": (
         "the same per step (one step and one verdict round trip after the slowest actor)",
@@ -224,8 +264,8 @@ def main() -> None:
     """Each benchmark runs in a fresh interpreter: a microbenchmark timed inside a process that has imported
     Faust and the Kafka clients pays for their larger heap in garbage collection (measured: ~60% slower)."""
     started = time.monotonic()
-    for name in ("checks", "gate", "steps", "ready", "memory", "metareason", "plexus", "agentv", "simulate",
-                 "experiment", "adapters"):  # fmt: skip
+    for name in ("checks", "gate", "steps", "ready", "handover", "memory", "metareason", "plexus", "agentv",
+                 "simulate", "experiment", "adapters"):  # fmt: skip
         print(f"== {name}", flush=True)
         subprocess.run([sys.executable, "-m", f"ops.bench.{name}", *EXTRA_ARGS.get(name, ())], check=True)
     results = json.loads(RESULTS_PATH.read_text(encoding="utf-8"))

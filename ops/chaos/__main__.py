@@ -18,7 +18,16 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from ops.chaos import codecs, judge_faults, kill_workers, oversized, postgres_outage, restart_checks, strict_payloads
+from ops.chaos import (
+    codecs,
+    judge_faults,
+    kill_workers,
+    oversized,
+    postgres_outage,
+    restart_checks,
+    rolling_restarts,
+    strict_payloads,
+)
 from ops.chaos.common import Figures, Stage
 from streams.embedded import EmbeddedStack, start_stack
 from streams.store import Store
@@ -34,6 +43,7 @@ SCENARIOS: dict[str, Scenario] = {
     "oversized-records": oversized.run,
     "codecs": codecs.run,
     "strict-payloads": strict_payloads.run,
+    "rolling-restarts": rolling_restarts.run,
 }
 
 

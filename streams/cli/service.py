@@ -209,6 +209,10 @@ def worker(
 ) -> None:
     """Run a gate worker against the configured broker and database (scale out by running several)."""
     from engine.library import PropositionLibrary
+    from streams.worker.startup import StartupClock
+
+    clock = StartupClock()
+    clock.mark("cli imports")
 
     settings = settings_from(broker=broker, database=database, prefix=prefix, judge=judge, propositions=propositions)
     if not sinks:
@@ -220,6 +224,7 @@ def worker(
     with quiet_kafka_logs(verbose):
         created = run(_reachable(settings, partitions))
     _note_judge(judge_impl.name)
+    clock.mark("checks")
     from streams.worker.runner import run_worker  # Faust: imported once the services answered
 
     if created:
@@ -227,7 +232,7 @@ def worker(
     ready = (f"ready worker broker={mask_url(settings.broker)} judge={judge_impl.name} "
              f"prefix={settings.topic_prefix} web=http://{settings.web_host}:{settings.web_port}")  # fmt: skip
     run_worker(settings, judge_impl, partitions=partitions, on_ready=lambda: _say(ready),
-               loglevel="INFO" if verbose else "WARNING", retries=retries)  # fmt: skip
+               loglevel="INFO" if verbose else "WARNING", retries=retries, clock=clock)  # fmt: skip
     print("stopped", file=sys.stderr)
 
 

@@ -33,6 +33,8 @@ PRIVATE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("mode.worker:Worker", "_on_sigint", "method"),
     ("mode.worker:Worker", "_on_sigterm", "method"),
     ("mode.worker:Worker", "_gather_all", "method"),
+    # overridden by streams.runtime.faust_app (TableManager.on_start without its fixed sleep) and called there
+    ("faust.tables.manager:TableManager", "_update_channels", "method"),
     # read or written through the functions below
     ("faust.transport.drivers.aiokafka:Consumer", "_read_offset", "attribute"),
     ("faust.transport.drivers.aiokafka:Consumer", "_unacked_messages", "attribute"),
@@ -185,6 +187,12 @@ def records_partition(records: Any) -> TP:
 
 
 # -- Faust's tables --------------------------------------------------------------------------------------
+
+
+async def update_table_channels(manager: Any) -> None:
+    """What Faust's TableManager does on start after its fixed one-second sleep: subscribe the tables'
+    changelogs and start each table (then the caller starts the recovery service)."""
+    await manager._update_channels()
 
 
 def table_store_url(table: Any) -> str:

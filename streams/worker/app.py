@@ -159,6 +159,7 @@ def _install(app: DriftApp, worker: Worker, on_ready: Callable[[], None] | None)
     install_eviction(app, worker.settings, worker.evictor, worker.gate.flush_tables)  # idle agents leave memory
     _install_lifecycle(app, worker, on_ready)
     _install_config_page(app, worker.configs)
+    _install_partitions_page(app, Topics(worker.settings.topic_prefix).drafts)
 
 
 def _install_lanes(app: DriftApp, worker: Worker) -> None:
@@ -213,6 +214,14 @@ def _install_config_page(app: DriftApp, configs: ConfigCache) -> None:
         if config is None or not configs.loaded:
             return web.json({"agent_id": agent_id, "config": None}, status=404)
         return web.json({"agent_id": agent_id, "config": config.model_dump(mode="json")})
+
+
+def _install_partitions_page(app: DriftApp, drafts: str) -> None:
+    @app.page("/partitions")
+    async def partitions_page(web: Any, request: Any) -> Any:
+        """The drafts partitions this worker is active for now (empty during a rebalance): which worker a
+        partition's drafts wait on, e.g. during a deploy (ops/bench/handover.py reads it)."""
+        return web.json({"drafts": sorted(owned_partitions(app, drafts))})
 
 
 def _install_lifecycle(app: DriftApp, worker: Worker, on_ready: Callable[[], None] | None) -> None:

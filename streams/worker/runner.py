@@ -15,6 +15,7 @@ from engine.settings import Settings
 from streams.services.stats import RetryCounts
 from streams.worker.app import build_app
 from streams.worker.shutdown import abort, abort_on_signal
+from streams.worker.startup import StartupClock, process_started
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -90,14 +91,20 @@ def run_worker(
     on_abort: Callable[[], None] | None = None,
     loglevel: str = "WARNING",
     retries: RetryCounts | None = None,
+    clock: StartupClock | None = None,
 ) -> None:
     """Block until SIGINT/SIGTERM. ``on_ready`` is called once partitions are assigned and the store is up;
     ``on_abort`` (kill the embedded children) on a second signal, just before the process exits; ``retries``
-    is the worker's ``drift_retries_total`` (the one the judge was given)."""
+    is the worker's ``drift_retries_total`` (the one the judge was given); ``clock`` (from the command's start)
+    gets the start-up phases (:mod:`streams.worker.startup`)."""
+    clock = clock or StartupClock(process_started())
+    clock.mark("faust imports")
     install_log_masking([settings.database(), settings.broker])
     loop = _new_loop()
     asyncio.set_event_loop(loop)
-    app, _ = build_app(settings, judge, partitions=partitions, on_ready=on_ready, retries=retries)
+    app, _ = build_app(settings, judge, partitions=partitions, on_ready=clock.on_ready(on_ready), retries=retries)
+    clock.install(app)
+    clock.mark("build")
     worker = DriftWorker(app, loglevel=loglevel, quiet=True, loop=loop, redirect_stdouts=False)
     if on_abort is not None:
         worker.on_abort = on_abort

@@ -165,3 +165,15 @@ def test_fetch_records_takes_the_active_partitions_first() -> None:
 
     parameters = list(inspect.signature(AIOKafkaConsumerThread._fetch_records).parameters)
     assert parameters[:3] == ["self", "consumer", "active_partitions"], parameters
+
+
+def test_the_prompt_table_manager_starts_as_faust_does_after_its_sleep() -> None:
+    """streams.runtime.faust_app.PromptTableManager drops Faust's fixed sleep and does the rest of its start; if
+    Faust's start grows another step, this fails and the override must follow it."""
+    from faust.tables import TableManager
+
+    from streams.runtime.faust_app import PromptTableManager
+
+    calls = re.findall(r"await ([\w.]+)\(", inspect.getsource(TableManager.on_start))
+    assert calls == ["self.sleep", "self._update_channels", "self.recovery.start"]
+    assert "sleep" not in inspect.getsource(PromptTableManager.on_start)
