@@ -180,7 +180,7 @@ class Settings:
 
 def embedded_database_url(data_dir: Path) -> str:
     """The URL of the embedded PostgreSQL (``pgserver``) kept in ``data_dir/pgdata`` (a Unix socket)."""
-    return f"postgresql://postgres:@/postgres?host={data_dir / 'pgdata'}"
+    return f"postgresql://postgres:@/postgres?host={data_dir.absolute() / 'pgdata'}"  # a relative host is a name
 
 
 def _coerce(name: str, raw: str, default: Any) -> Any:

@@ -12,6 +12,8 @@ import signal
 import socket
 import subprocess
 import time
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,10 +112,20 @@ class EmbeddedDatabase:
                 os.kill(pid, signal.SIGQUIT)
 
 
+@contextlib.contextmanager
+def _quiet_platformdirs() -> Iterator[None]:
+    """pgserver asks platformdirs for a runtime dir, which warns (twice, with its source line) when
+    XDG_RUNTIME_DIR is unset, as it is under root shells, cron and CI; its fallback in /tmp is fine for us."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*XDG_RUNTIME_DIR")
+        yield
+
+
 def start_database(data_dir: Path) -> EmbeddedDatabase:
     """Start (or join) the embedded PostgreSQL in ``data_dir/pgdata``."""
     try:
-        import pgserver
+        with _quiet_platformdirs():
+            import pgserver
     except ImportError:
         raise ServiceError(
             "the embedded database needs the 'embedded' extra: pip install 'persona-drift[embedded]'"
@@ -121,7 +133,8 @@ def start_database(data_dir: Path) -> EmbeddedDatabase:
     pgdata = data_dir / "pgdata"
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     try:
-        server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+        with _quiet_platformdirs():
+            server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
     except Exception as exc:
         raise ServiceError(f"the embedded database did not start in {pgdata}: {exc}") from None
     return EmbeddedDatabase(server, embedded_database_url(data_dir))

@@ -9,6 +9,7 @@ import base64
 import html
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -67,7 +68,14 @@ def _row(row: MetricRow) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def markdown(reports: Sequence[ExperimentReport], charts: Mapping[str, Sequence[Path]] | None = None) -> str:
+def markdown(
+    reports: Sequence[ExperimentReport],
+    charts: Mapping[str, Sequence[Path]] | None = None,
+    links_from: Path | None = None,
+) -> str:
+    """Table 1 per report; chart links are relative to ``links_from`` (the report's folder; default: the
+    current directory), so they resolve wherever the report is opened from."""
+    base = (links_from or Path.cwd()).absolute()
     lines: list[str] = []
     for report in reports:
         lines += [f"## {report.name}", "", f"Source: `{report.source}`", "", _HEADER, "|" + "---|" * 13]
@@ -76,7 +84,7 @@ def markdown(reports: Sequence[ExperimentReport], charts: Mapping[str, Sequence[
             [""] + [f"- {note}" for note in report.notes] + [f"- {r.title}: {r.note}" for r in report.rows if r.note]
         )
         for path in (charts or {}).get(report.name, ()):
-            lines.append(f"![{path.stem}]({path})")
+            lines.append(f"![{path.stem}]({Path(os.path.relpath(path.absolute(), base)).as_posix()})")
         lines.append("")
     return "\n".join(lines)
 

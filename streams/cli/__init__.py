@@ -100,6 +100,13 @@ def main() -> None:
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception:  # a bug: keep the traceback, without the credentials a driver may have put in it
+    except Exception as exc:
+        from streams.cli.common import missing_schema
+
+        schema = missing_schema(exc, sys.argv[1:], os.environ)
+        if schema is not None:  # a database that was never migrated: a user's step, not a bug
+            print(f"drift: {mask_text(schema, urls)}", file=sys.stderr)
+            sys.exit(2)
+        # a bug: keep the traceback, without the credentials a driver may have put in it
         print(mask_text(traceback.format_exc(), urls), file=sys.stderr, end="")
         sys.exit(1)

@@ -78,7 +78,7 @@ def write_report(
     elif output_format is ReportFormat.HTML:
         text = as_html(reports, drawn)
     else:
-        text = markdown(reports, drawn)
+        text = markdown(reports, drawn, links_from=output.parent if output else None)
     if output is None:
         typer.echo(text)
         return

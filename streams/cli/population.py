@@ -9,7 +9,10 @@ import typer
 
 from streams.cli.common import run, settings_from
 
-app = typer.Typer()
+app = typer.Typer(
+    help="Populations for simulations: generate N personas of a profile with the three-stage factory.",
+    no_args_is_help=True,
+)
 
 ActorOpt = Annotated[
     str | None,

@@ -97,6 +97,7 @@ def validate(directory: DirArg = None) -> None:
             interventions = len(load_interventions(root / "interventions", root))
         except PropositionFileError as exc:
             issues.extend(exc.issues)
+    issues = list(dict.fromkeys(issues))  # a problem two loaders meet is one problem
     if issues:
         for issue in issues:
             typer.echo(str(issue), err=True)

@@ -193,5 +193,10 @@ def _summary(console: Console, results: list[SessionResult], sim: Simulation, as
                       str(sum(a.silences for a in agents)), directives,
                       "-" if r.extracted is None else str(len(r.extracted)), r.error or "")  # fmt: skip
     console.print(table)
-    console.print(f"outcomes: {totals['outcomes']} · directives: {totals['directives']} · "
-                  f"{totals['failed']} failed session(s)")  # fmt: skip
+    console.print(f"outcomes: {_counts(totals['outcomes'])} · directives: {_counts(totals['directives'])} · "
+                  f"{totals['failed']} failed session(s)", highlight=False)  # fmt: skip
+
+
+def _counts(counts: dict[str, int]) -> str:
+    """``passed 37, retry 3``: counts by plain name, largest first."""
+    return ", ".join(f"{name} {n}" for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))) or "-"
