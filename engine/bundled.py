@@ -2,9 +2,10 @@
 name, and never written.
 
 A wheel installs these folders inside site-packages and a source checkout keeps them in the repository; either
-way they are read-only to drift's commands. A command that writes (baselines, reports, scaffolds, populations)
-calls :func:`writable_target` on its target first, so a default that would land in the package is refused with
-the flag to pass instead.
+way no default of a command writes there. A command that writes (baselines, reports, scaffolds, populations)
+calls :func:`writable_target` on its target first: a default that would land in the bundled data is refused
+with the flag to pass instead, and so is any target in an installed package; in a source checkout a
+maintainer may still name a bundled folder explicitly (``--baseline-dir propositions/baselines``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from engine.errors import ConfigurationError
 from engine.propositions.models import suggestion
-from engine.settings import bundled_example, bundled_propositions, bundled_simulations
+from engine.settings import REPO_ROOT, bundled_example, bundled_propositions, bundled_simulations
 
 
 def bundled_roots() -> tuple[Path, ...]:
@@ -27,10 +28,17 @@ def is_bundled(path: Path) -> bool:
     return any(target == root or root in target.parents for root in bundled_roots())
 
 
-def writable_target(path: Path, what: str, instead: str) -> Path:
+def in_source_checkout(path: Path) -> bool:
+    """True when ``path`` lies in the repository this code runs from (an editable install), where a maintainer
+    regenerates the bundled files on purpose; False in an installed distribution (site-packages)."""
+    return (REPO_ROOT / "pyproject.toml").is_file() and REPO_ROOT.resolve() in path.expanduser().resolve().parents
+
+
+def writable_target(path: Path, what: str, instead: str, *, chosen: bool = True) -> Path:
     """``path`` when a command may write ``what`` there; a :class:`ConfigurationError` naming ``instead`` (the
-    flag or command to use) when it lies in the bundled data."""
-    if is_bundled(path):
+    flag or command to use) when it lies in the bundled data and either was not ``chosen`` by the user (a
+    default, such as ``<bundled propositions>/baselines``) or is the installed package's own copy."""
+    if is_bundled(path) and (not chosen or not in_source_checkout(path)):
         raise ConfigurationError(
             f"{path} is part of persona-drift's bundled data, which commands never change: not writing {what} "
             f"there; {instead}"

@@ -169,6 +169,25 @@ def start_stack(root: Path | None = None) -> EmbeddedStack:
     return EmbeddedStack(root, broker, database)
 
 
+def last_error_line(log_path: Path) -> str:
+    """The line of a worker's log that says why it stopped: its last ``drift: …`` error (notes and warnings
+    aside), else the last line it wrote (a traceback's exception). Read at once: callers delete the log with
+    their temporary stack, so a failure must quote it, not point at it."""
+    try:
+        lines = [line.strip() for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines()]
+    except OSError:
+        return ""
+    lines = [line for line in lines if line]
+    errors = [
+        line
+        for line in lines
+        if line.startswith("drift: ") and not line.startswith(("drift: note:", "drift: warning:"))
+    ]
+    if errors:
+        return errors[-1].removeprefix("drift: ")
+    return lines[-1] if lines else ""
+
+
 @dataclass
 class WorkerProcess:
     """A ``drift worker`` child process; :meth:`start` returns once it prints its ``ready`` line."""
@@ -211,8 +230,14 @@ class WorkerProcess:
         except BaseException:  # interrupted: the child has its own session, so stop it here
             self.kill()
             raise
+        exited = self.process.poll()
         self.stop()
-        raise ServiceError(f"worker not ready in {timeout_s:g}s; see {self.log_path}\n{self.output[-2000:]}")
+        head = (
+            f"the worker exited (code {exited}) before it was ready"
+            if exited is not None
+            else f"the worker was not ready within {timeout_s:g}s"
+        )
+        raise ServiceError(f"{head}: {last_error_line(self.log_path) or 'it wrote no error'}")
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:

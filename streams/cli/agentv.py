@@ -73,6 +73,10 @@ def run_command(
     if output_format not in {"table", "json", "junit"}:
         typer.echo("drift: --format must be table, json or junit", err=True)
         raise typer.Exit(2)
+    if out is not None:
+        from engine.bundled import writable_target
+
+        writable_target(out, "results", "pass --out a path of your own")
     settings = settings_from(database=database)
     batches = run(_run_files(files, target, judge, eval_id, workers, case_timeout, settings, actor))
     outcomes = [o for done, _ in batches for o in done]
@@ -168,6 +172,7 @@ def _write_outputs(batches: list[tuple[list[Any], Any]], out: Path | None) -> No
     out.write_bytes(b"\n".join(lines) + b"\n")
     index = out.with_name(out.name.removesuffix(".jsonl") + ".index.jsonl")
     index.write_bytes(b"\n".join(orjson.dumps(records.index_record(o)) for done, _ in batches for o in done) + b"\n")
+    typer.echo(f"wrote {len(lines)} result(s) to {out} (4.x index records: {index})", err=True)
 
 
 def _emit(outcomes: list[Any], runs: list[Any], output_format: str) -> dict[str, Any]:

@@ -65,8 +65,14 @@ def quiet_kafka_logs(verbose: bool = False) -> Iterator[None]:
         logger.setLevel(level)
 
 
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
+def run(coro: Coroutine[Any, Any, T], *, quiet: bool = True) -> T:
+    """Run a command's coroutine. ``quiet`` (the default for every client command): aiokafka's log line per
+    failed connection attempt is silenced, since the command reports an unreachable broker in one line of its
+    own; a long-running service that must log a broker it loses later passes False."""
+    if not quiet:
+        return asyncio.run(coro)
+    with quiet_kafka_logs():
+        return asyncio.run(coro)
 
 
 def urls_in_use(argv: list[str], environ: Mapping[str, str]) -> list[str]:

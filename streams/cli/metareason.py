@@ -120,12 +120,17 @@ def run_family(
     """Answer and score every variant; print each oracle's pass rate with its credible interval."""
     from engine.formats.metareason.loader import read_family
 
+    if out is not None:
+        from engine.bundled import writable_target
+
+        writable_target(out, "a journal", "pass --out a path of your own")
     settings = settings_from(database=database, propositions=propositions)
     family = read_family(file)
     result = run(_execute(family, file, settings, target, judge, embeddings, actor, n, out, concurrency, output))
     if out is not None:
         sidecar = out.with_name(out.name + ".run.json")
         sidecar.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        typer.echo(f"wrote {out} (journal) and {sidecar} (the run)", err=True)
     if output is RunFormat.JSON:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     else:

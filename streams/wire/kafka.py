@@ -106,7 +106,8 @@ async def compact_existing(admin: AIOKafkaAdminClient, settings: Settings, exist
 
 
 async def start_with_retry(client: Any, broker: str, timeout_s: float) -> None:
-    """Start an aiokafka client, retrying while the broker comes up."""
+    """Start an aiokafka client, retrying while the broker comes up; give up (:class:`ServiceError`) once
+    ``timeout_s`` has passed."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while True:
