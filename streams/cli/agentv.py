@@ -70,9 +70,12 @@ def run_command(
     database: DatabaseOpt = None,
 ) -> None:
     """Run eval cases against a target and score them."""
+    from engine.errors import ConfigurationError
+
     if output_format not in {"table", "json", "junit"}:
-        typer.echo("drift: --format must be table, json or junit", err=True)
-        raise typer.Exit(2)
+        raise ConfigurationError("--format must be table, json or junit")
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise ConfigurationError(f"--threshold is a mean score between 0 and 1 (scores are 0-1), not {threshold:g}")
     if out is not None:
         from engine.bundled import writable_target
 
@@ -85,8 +88,21 @@ def run_command(
     summary = _emit(outcomes, runs, output_format)
     if settings.database_url:
         run(_record(settings.database_url, runs))
-    failed_case = any(o.verdict == "fail" or o.error for o in outcomes)
-    if (threshold is not None and summary["mean"] < threshold) or (failed_case and not allow_failures):
+    _exit_code(outcomes, summary, threshold, allow_failures)
+
+
+def _exit_code(outcomes: list[Any], summary: dict[str, Any], threshold: float | None, allow_failures: bool) -> None:
+    """Exit 1 with the reason on stderr: a mean below ``--threshold``, a failed case, or no case measured."""
+    reasons = []
+    if threshold is not None and summary["mean"] < threshold:
+        reasons.append(f"mean {summary['mean']:.3f} is below --threshold {threshold:g}")
+    failed = sum(o.verdict == "fail" or bool(o.error) for o in outcomes)
+    if failed and not allow_failures:
+        reasons.append(f"{failed} of {len(outcomes)} case(s) failed or errored (--allow-failures to ignore)")
+    if failed and failed == sum(bool(o.error) for o in outcomes) == len(outcomes):
+        reasons.append("every case errored: nothing was measured")
+    if reasons:
+        typer.echo(f"drift: {'; '.join(dict.fromkeys(reasons))}", err=True)
         raise typer.Exit(1)
 
 
@@ -207,8 +223,11 @@ def compare_command(
     output_format: FormatOpt = "table",
 ) -> None:
     """Compare two result files case by case: win / loss / tie, and the mean delta."""
+    from engine.errors import ConfigurationError
     from engine.formats.agentv.summary import compare, read_scores
 
+    if not 0.0 < threshold <= 1.0:
+        raise ConfigurationError(f"--threshold is a margin between 0 (exclusive) and 1, not {threshold:g}")
     result = compare(read_scores(baseline), read_scores(candidate), threshold)
     if output_format == "json":
         body = {
@@ -229,5 +248,10 @@ def compare_command(
             f"mean {result.mean_a:.3f} -> {result.mean_b:.3f} ({result.mean_delta:+.3f})  "
             f"wins {counts['win']}  losses {counts['loss']}  ties {counts['tie']}"
         )
+    if not result.rows:
+        typer.echo(f"drift: {baseline} and {candidate} share no case: nothing was compared", err=True)
+        raise typer.Exit(1)
     if result.mean_delta < -threshold:
+        drop = -result.mean_delta
+        typer.echo(f"drift: the mean dropped by {drop:.3f}, more than --threshold {threshold:g}", err=True)
         raise typer.Exit(1)

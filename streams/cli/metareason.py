@@ -135,6 +135,18 @@ def run_family(
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     else:
         _print_table(result)
+    _fail_when_nothing_measured(result)
+
+
+def _fail_when_nothing_measured(result: FormatRun) -> None:
+    """Exit 1, with the first target error, when no variant was answered: an empty run is not a result."""
+    summary = result.summary
+    if summary["answered"] > 0:
+        return
+    first = next((item.error for item in result.items if item.error), None)
+    reason = f": {first}" if first else ""
+    typer.echo(f"drift: 0/{summary['variants']} variants answered, nothing was measured{reason}", err=True)
+    raise typer.Exit(1)
 
 
 async def _execute(
@@ -270,7 +282,9 @@ def _print_table(result: FormatRun) -> None:
         console.print(f"{name}: weakest {_weakest(entry)}", highlight=False)
     for name, entry in summary["oracles"].items():
         calibration = entry.get("calibration")
-        if calibration:
+        if calibration and calibration["observed"] is None:
+            console.print(f"{name}: no variant scored: calibration not measured", highlight=False)
+        elif calibration:
             verdict = {True: "calibrated", False: "NOT calibrated", None: "too few samples"}[calibration["calibrated"]]
             within = calibration["probability_within_tolerance"]
             console.print(

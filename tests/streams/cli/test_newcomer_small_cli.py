@@ -47,12 +47,14 @@ def test_simulate_prints_outcome_counts_by_name_not_as_enum_reprs() -> None:
 
     from streams.cli.simulate import _summary
 
-    agent = SimpleNamespace(actions=3, retries=1, silences=0, outcomes=Counter({Outcome.PASSED: 2, Outcome.PASSED_AFTER_RETRY: 1}))
+    outcomes = Counter({Outcome.PASSED: 2, Outcome.PASSED_AFTER_RETRY: 1})
+    agent = SimpleNamespace(actions=3, retries=1, silences=0, outcomes=outcomes)
     result = SimpleNamespace(agents={"a": agent}, directives=Counter({"variety": 1}), error=None, steps=2, key="s1",
-                             extracted=None, run_id="r", arm="treatment", theme="t", wall_s=1.0, judges={"j"})  # fmt: skip
+                             extracted=None, run_id="r", arm="treatment", theme="t", wall_s=1.0,
+                             judges={"j"})  # fmt: skip
     sim = SimpleNamespace(scenario=SimpleNamespace(name="sc"), actor=SimpleNamespace(name="scripted"))
     console = Console(record=True, width=200)
-    _summary(console, [result], sim, as_json=False)  # type: ignore[arg-type]
+    _summary(console, [result], sim, as_json=False)  # type: ignore[arg-type,list-item]
     text = console.export_text()
     assert "outcomes: passed 2, passed_after_retry 1 · directives: variety 1" in text
     assert "<Outcome" not in text
