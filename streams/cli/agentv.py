@@ -70,16 +70,7 @@ def run_command(
     database: DatabaseOpt = None,
 ) -> None:
     """Run eval cases against a target and score them."""
-    from engine.errors import ConfigurationError
-
-    if output_format not in {"table", "json", "junit"}:
-        raise ConfigurationError("--format must be table, json or junit")
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise ConfigurationError(f"--threshold is a mean score between 0 and 1 (scores are 0-1), not {threshold:g}")
-    if out is not None:
-        from engine.bundled import writable_target
-
-        writable_target(out, "results", "pass --out a path of your own")
+    _check_run_options(output_format, threshold, out)
     settings = settings_from(database=database)
     batches = run(_run_files(files, target, judge, eval_id, workers, case_timeout, settings, actor))
     outcomes = [o for done, _ in batches for o in done]
@@ -104,6 +95,18 @@ def _exit_code(outcomes: list[Any], summary: dict[str, Any], threshold: float | 
     if reasons:
         typer.echo(f"drift: {'; '.join(dict.fromkeys(reasons))}", err=True)
         raise typer.Exit(1)
+
+
+def _check_run_options(output_format: str, threshold: float | None, out: Path | None) -> None:
+    from engine.bundled import writable_target
+    from engine.errors import ConfigurationError
+
+    if output_format not in {"table", "json", "junit"}:
+        raise ConfigurationError("--format must be table, json or junit")
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise ConfigurationError(f"--threshold is a mean score between 0 and 1 (scores are 0-1), not {threshold:g}")
+    if out is not None:
+        writable_target(out, "results", "pass --out a path of your own")
 
 
 async def _run_files(
@@ -229,6 +232,17 @@ def compare_command(
     if not 0.0 < threshold <= 1.0:
         raise ConfigurationError(f"--threshold is a margin between 0 (exclusive) and 1, not {threshold:g}")
     result = compare(read_scores(baseline), read_scores(candidate), threshold)
+    _print_comparison(result, output_format)
+    if not result.rows:
+        typer.echo(f"drift: {baseline} and {candidate} share no case: nothing was compared", err=True)
+        raise typer.Exit(1)
+    if result.mean_delta < -threshold:
+        drop = -result.mean_delta
+        typer.echo(f"drift: the mean dropped by {drop:.3f}, more than --threshold {threshold:g}", err=True)
+        raise typer.Exit(1)
+
+
+def _print_comparison(result: Any, output_format: str) -> None:
     if output_format == "json":
         body = {
             "rows": [dict(zip(("eval_id", "a", "b", "delta", "outcome"), r, strict=True)) for r in result.rows],
@@ -248,10 +262,3 @@ def compare_command(
             f"mean {result.mean_a:.3f} -> {result.mean_b:.3f} ({result.mean_delta:+.3f})  "
             f"wins {counts['win']}  losses {counts['loss']}  ties {counts['tie']}"
         )
-    if not result.rows:
-        typer.echo(f"drift: {baseline} and {candidate} share no case: nothing was compared", err=True)
-        raise typer.Exit(1)
-    if result.mean_delta < -threshold:
-        drop = -result.mean_delta
-        typer.echo(f"drift: the mean dropped by {drop:.3f}, more than --threshold {threshold:g}", err=True)
-        raise typer.Exit(1)

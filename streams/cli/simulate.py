@@ -63,11 +63,7 @@ def simulate(
     """Run a scenario's sessions (one arm) through the gate and the steps service."""
     from rich.console import Console
 
-    _check_options(arm, judge, embedded)
-    if export is not None:
-        from engine.bundled import writable_target
-
-        writable_target(export, "transcripts", "pass --export a folder of your own")
+    _check_options(arm, judge, embedded, export)
     console = Console(stderr=as_json)
     settings = settings_from(actor=actor, judge=judge, broker=broker, prefix=prefix)
     options = {"scenario": scenario, "population": population, "arm": arm, "sessions": sessions,
@@ -113,9 +109,12 @@ def _inputs(settings: Settings, options: dict[str, Any], embedded: bool) -> Inpu
     return Inputs(scenario, personas, actor, extractor, plans)
 
 
-def _check_options(arm: str, judge: str | None, embedded: bool) -> None:
+def _check_options(arm: str, judge: str | None, embedded: bool, export: Path | None) -> None:
+    from engine.bundled import writable_target
     from engine.errors import ConfigurationError
 
+    if export is not None:
+        writable_target(export, "transcripts", "pass --export a folder of your own")
     if arm not in {"treatment", "control"}:
         raise ConfigurationError(f"--arm must be treatment or control, not {arm!r}")
     if judge and not embedded:
