@@ -222,13 +222,13 @@ def _run_all(options: Sequence[object], settings: Settings, embedded: bool, dry_
 
     console = Console(stderr=True)
     planned = [(o, plan(o, settings)) for o in options if isinstance(o, RunOptions)]
-    _check_models(settings, [o for o, _ in planned])  # before a stack starts or a service is reached
     if dry_run:
         from streams.cli.experiment_main import dry_run as show
 
         for o, p in planned:
             show(p, o, settings, console)
         return []
+    _check_models(settings, [o for o, _ in planned])  # before a stack starts or a service is reached
     with service_settings(settings, embedded, console) as live:
         ids = []
         for o, p in planned:
