@@ -55,12 +55,7 @@ def _register() -> None:
     flags_without_type()
     groups: dict[str, typer.Typer] = {}
     for module_name, group, attribute in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"streams.cli.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"streams.cli.{module_name}":
-                raise
-            continue
+        module = importlib.import_module(f"streams.cli.{module_name}")  # a missing module is a packaging bug
         sub: typer.Typer = getattr(module, attribute)
         if group is None:
             app.registered_commands.extend(sub.registered_commands)
