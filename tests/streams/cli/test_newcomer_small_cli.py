@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import tempfile
 import warnings
 from collections import Counter
@@ -155,4 +156,5 @@ def test_the_embedded_database_starts_without_runtime_dir_warnings() -> None:
     finally:
         os.environ.clear()
         os.environ.update(environ)
+        shutil.rmtree(root, ignore_errors=True)
     assert [str(w.message) for w in caught if "XDG_RUNTIME_DIR" in str(w.message)] == []
