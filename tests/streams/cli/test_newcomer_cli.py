@@ -192,3 +192,9 @@ def test_an_actor_target_without_a_persona_is_refused() -> None:
     _, _, _, error = invoke(*METAREASON, "--n", "2", "--target", "actor:dwigth")
     assert isinstance(error, ConfigurationError)
     assert "no persona for 'dwigth'" in str(error) and "did you mean 'dwight'?" in str(error)
+
+
+def test_every_command_module_runs_its_coroutines_through_the_quiet_runner() -> None:
+    """``streams.cli.common.run`` silences aiokafka's reconnect lines; a bare ``asyncio.run`` would bring them back."""
+    modules = sorted((REPO_ROOT / "streams" / "cli").glob("*.py"))
+    assert [p.name for p in modules if p.name != "common.py" and "asyncio.run(" in p.read_text()] == []
