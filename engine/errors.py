@@ -35,7 +35,7 @@ class FileIssue:
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}"
+        where = f"{self.file}:{self.line}" if self.line > 0 else self.file  # line 0: the file as a whole
         return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
 
 

@@ -129,8 +129,9 @@ class Settings(BaseSettings):
     draft is judged (queueing for a slot included): a dimension without a score by then fails open and is
     marked `timed_out`."""
     connect_timeout_s: Seconds = 5.0
-    """How long a command waits for an unreachable broker or database before it stops with one line (`drift
-    worker`, `drift sinks`, `drift config set`, `drift topics create`)."""
+    """How long a command waits for an unreachable broker or database before it stops with one line (every
+    command: `drift check`, `drift simulate`, `drift tail`, `drift replay`, `drift worker`, `drift sinks`, `drift
+    config set`, `drift topics create`, …)."""
     prices_file: str = ""
     """YAML price table, dollars per million tokens per model, over the bundled one (`claude-haiku-4-5: {input:
     1.0, output: 5.0, cache_read: 0.1, cache_write: 1.25}`); used for the costs `drift stats` and `drift eval
@@ -346,4 +347,4 @@ def _shown(value: Any) -> str:
 
 def embedded_database_url(data_dir: Path) -> str:
     """The URL of the embedded PostgreSQL (``pgserver``) kept in ``data_dir/pgdata`` (a Unix socket)."""
-    return f"postgresql://postgres:@/postgres?host={data_dir / 'pgdata'}"
+    return f"postgresql://postgres:@/postgres?host={data_dir.absolute() / 'pgdata'}"  # a relative host is a name

@@ -12,6 +12,8 @@ import signal
 import socket
 import subprocess
 import time
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,10 +112,20 @@ class EmbeddedDatabase:
                 os.kill(pid, signal.SIGQUIT)
 
 
+@contextlib.contextmanager
+def _quiet_platformdirs() -> Iterator[None]:
+    """pgserver asks platformdirs for a runtime dir, which warns (twice, with its source line) when
+    XDG_RUNTIME_DIR is unset, as it is under root shells, cron and CI; its fallback in /tmp is fine for us."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*XDG_RUNTIME_DIR")
+        yield
+
+
 def start_database(data_dir: Path) -> EmbeddedDatabase:
     """Start (or join) the embedded PostgreSQL in ``data_dir/pgdata``."""
     try:
-        import pgserver
+        with _quiet_platformdirs():
+            import pgserver
     except ImportError:
         raise ServiceError(
             "the embedded database needs the 'embedded' extra: pip install 'persona-drift[embedded]'"
@@ -121,7 +133,8 @@ def start_database(data_dir: Path) -> EmbeddedDatabase:
     pgdata = data_dir / "pgdata"
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     try:
-        server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+        with _quiet_platformdirs():
+            server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
     except Exception as exc:
         raise ServiceError(f"the embedded database did not start in {pgdata}: {exc}") from None
     return EmbeddedDatabase(server, embedded_database_url(data_dir))
@@ -154,6 +167,25 @@ def start_stack(root: Path | None = None) -> EmbeddedStack:
         database.stop()
         raise
     return EmbeddedStack(root, broker, database)
+
+
+def last_error_line(log_path: Path) -> str:
+    """The line of a worker's log that says why it stopped: its last ``drift: …`` error (notes and warnings
+    aside), else the last line it wrote (a traceback's exception). Read at once: callers delete the log with
+    their temporary stack, so a failure must quote it, not point at it."""
+    try:
+        lines = [line.strip() for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines()]
+    except OSError:
+        return ""
+    lines = [line for line in lines if line]
+    errors = [
+        line
+        for line in lines
+        if line.startswith("drift: ") and not line.startswith(("drift: note:", "drift: warning:"))
+    ]
+    if errors:
+        return errors[-1].removeprefix("drift: ")
+    return lines[-1] if lines else ""
 
 
 @dataclass
@@ -198,8 +230,14 @@ class WorkerProcess:
         except BaseException:  # interrupted: the child has its own session, so stop it here
             self.kill()
             raise
+        exited = self.process.poll()
         self.stop()
-        raise ServiceError(f"worker not ready in {timeout_s:g}s; see {self.log_path}\n{self.output[-2000:]}")
+        head = (
+            f"the worker exited (code {exited}) before it was ready"
+            if exited is not None
+            else f"the worker was not ready within {timeout_s:g}s"
+        )
+        raise ServiceError(f"{head}: {last_error_line(self.log_path) or 'it wrote no error'}")
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -32,3 +32,8 @@ def test_every_setting_has_a_docstring_and_its_bounds_in_the_table() -> None:
 
 def test_every_per_agent_key_is_documented() -> None:
     assert set(AgentConfig.model_fields) - DOCUMENTED == set()
+
+
+def test_no_variable_or_key_is_documented_twice() -> None:
+    rows = re.findall(r"^\| `([A-Za-z_]+)` \|", PAGE, flags=re.MULTILINE)
+    assert sorted({name for name in rows if rows.count(name) > 1}) == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,14 @@ def _md_row(values: Sequence[str]) -> str:
     return "| " + " | ".join(_md_cell(v) for v in values) + " |"
 
 
-def markdown(reports: Sequence[ExperimentReport], charts: Mapping[str, Sequence[Path]] | None = None) -> str:
+def markdown(
+    reports: Sequence[ExperimentReport],
+    charts: Mapping[str, Sequence[Path]] | None = None,
+    links_from: Path | None = None,
+) -> str:
+    """Table 1 per report; chart links are relative to ``links_from`` (the report's folder; default: the
+    current directory), so they resolve wherever the report is opened from."""
+    base = (links_from or Path.cwd()).absolute()
     lines: list[str] = []
     for report in reports:
         lines += [
@@ -93,7 +101,7 @@ def markdown(reports: Sequence[ExperimentReport], charts: Mapping[str, Sequence[
             [""] + [f"- {note}" for note in report.notes] + [f"- {r.title}: {r.note}" for r in report.rows if r.note]
         )
         for path in (charts or {}).get(report.name, ()):
-            lines.append(f"![{path.stem}]({path})")
+            lines.append(f"![{path.stem}]({Path(os.path.relpath(path.absolute(), base)).as_posix()})")
         lines.append("")
     return "\n".join(lines)
 

@@ -72,7 +72,17 @@ def classify(document: Document) -> FileKind | None:
     return next((kind for kind in kinds() if kind.detect(document)), None)
 
 
+#: Suffixes of line-delimited JSON: read line by line by the commands that take them, never as YAML.
+JSON_LINES = frozenset({".jsonl", ".ndjson"})
+JSON_LINES_NOTE = (
+    "a JSON Lines file, not YAML: drift validate checks YAML files; conversations are read by "
+    "'drift eval run --messages FILE', AgentV datasets by 'drift agentv validate FILE'"
+)
+
+
 def validate_path(path: Path) -> Validation:
+    if path.suffix.lower() in JSON_LINES:
+        return Validation(path, None, (FileIssue(str(path), 0, "", JSON_LINES_NOTE),))
     document = read_yaml(path)
     if document.issues:
         return Validation(path, None, document.issues)

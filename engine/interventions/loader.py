@@ -84,8 +84,8 @@ class _Checker:
         if ref is None or ref.dimension is None:
             return []
         ids, problems = self.known_ids(ref.dimension)
-        if problems:
-            return problems
+        if problems:  # reported where they are (a proposition file), not again as this file's: unchecked here
+            return []
         if ref.proposition is None:
             if ids:
                 return []

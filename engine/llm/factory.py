@@ -25,10 +25,10 @@ from engine.settings import Settings
 ACTOR_CHOICES = ("anthropic[:MODEL]", "openai-compatible[:MODEL]", "scripted[:RULES.yaml]")
 
 
-def split_spec(spec: str, settings: Settings) -> tuple[str, str]:
+def split_spec(spec: str, settings: Settings, flag: str = "--actor") -> tuple[str, str]:
     kind, _, argument = (spec.strip() or settings.effective_actor()).partition(":")
     if kind not in {"anthropic", "openai-compatible", "scripted"}:
-        raise ConfigurationError(f"unknown actor {spec!r}; choose one of {', '.join(ACTOR_CHOICES)}")
+        raise ConfigurationError(f"unknown {flag.lstrip('-')} {spec!r}; choose one of {', '.join(ACTOR_CHOICES)}")
     return kind, argument
 
 
@@ -38,14 +38,17 @@ def make_text_model(
     *,
     scripted: Callable[[], TextModel] | None = None,
     environ: Mapping[str, str] | None = None,
+    flag: str = "--actor",
 ) -> TextModel:
-    """The text model named by ``spec``; plain ``scripted`` is ``scripted()`` (the caller's deterministic model)."""
-    kind, argument = split_spec(spec, settings)
+    """The text model named by ``spec``; plain ``scripted`` is ``scripted()`` (the caller's deterministic model).
+    ``flag`` is the option that chose it, named in the errors (``--actor``, Plexus' ``--model``)."""
+    kind, argument = split_spec(spec, settings, flag)
     policy = CallPolicy(deadline_s=settings.actor_deadline_s, concurrency=settings.actor_concurrency)
     env = os.environ if environ is None else environ
     if kind == "anthropic":
         if not settings.anthropic_api_key:
-            raise ConfigurationError("ANTHROPIC_API_KEY is not set: export it, or choose --actor scripted")
+            offline = "scripted" if flag == "--actor" else "scripted:RULES.yaml"
+            raise ConfigurationError(f"ANTHROPIC_API_KEY is not set: export it, or choose {flag} {offline}")
         key = settings.anthropic_api_key.get_secret_value()
         return AnthropicTextModel(api_key=key, model=argument or settings.anthropic_model,
                                   base_url=settings.anthropic_base_url, policy=policy)  # fmt: skip

@@ -8,9 +8,10 @@
    writes their persona specification: 2 + 2N calls in all.
 
 Every stage's output is written to ``DIR/stages/`` (and each persona to ``DIR/personas/pNNN.json``) as soon as
-it exists, so a rerun after a crash or kill resumes: finished stages and people cost nothing again. Person
-calls run concurrently, at most ``concurrency`` at a time; each person's result depends only on its own
-characteristics, its index and the names given before it, so the output does not depend on timing.
+it exists, so a rerun after a crash or kill resumes: finished stages and people cost nothing again. The bundled
+persona fragments go to ``DIR/fragments/``, so every bundled scenario runs on the population. Person calls run
+concurrently, at most ``concurrency`` at a time; each person's result depends only on its own characteristics,
+its index and the names given before it, so the output does not depend on timing.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import asyncio
 import json
 import random
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +31,7 @@ from pydantic import ValidationError
 from engine.errors import ConfigurationError, JudgeOutputError
 from engine.llm.base import ChatMessage, CompletionRequest, TextModel
 from engine.models import Persona, TokenUsage
+from engine.personas import FRAGMENTS_FOLDER
 from engine.settings import bundled_simulations
 from engine.simulation.profiles import Profile
 
@@ -169,6 +172,7 @@ class Factory:
 
     async def run(self) -> list[Persona]:
         self._check_manifest()
+        copy_fragments(self.out)
         dims = await self._stage(
             "1-dimensions", lambda: self._ask("dimensions", _dimensions_prompt(self.profile, self.n))
         )
@@ -214,6 +218,20 @@ class Factory:
         _write_json(path, persona.spec())
         self.on_progress(f"{persona.id} {name}")
         return persona
+
+
+def copy_fragments(out: Path) -> list[Path]:
+    """The bundled persona fragments (``difficult``, …) copied into ``out/fragments/`` (a file already there is
+    kept: it may have been edited), so a generated population runs every bundled scenario, whichever
+    fragments it merges onto its personas."""
+    written = []
+    for fragment in sorted((BUNDLED_TINY / FRAGMENTS_FOLDER).glob("*.yaml")):
+        target = out / FRAGMENTS_FOLDER / fragment.name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(fragment, target)
+            written.append(target)
+    return written
 
 
 def _pid(index: int) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.bundled import unknown_bundled
 from engine.errors import FileIssue, PropositionFileError
 from engine.formats.registry import FileKind, top_keys
 from engine.propositions.issues import validate_document
@@ -28,8 +29,7 @@ def load_profile(name_or_path: str) -> Profile:
     if not path.suffix and not path.exists():
         path = BUNDLED_PROFILES / f"{name_or_path}.yaml"
         if not path.is_file():
-            names = ", ".join(sorted(p.stem for p in BUNDLED_PROFILES.glob("*.yaml")))
-            raise PropositionFileError([FileIssue(name_or_path, 0, "", f"no such profile; bundled: {names}")])
+            raise unknown_bundled("profile", name_or_path, BUNDLED_PROFILES)
     profile, issues = validate_document(read_yaml(path), Profile, "profile file")
     if profile is None or issues:
         raise PropositionFileError(issues)

@@ -21,6 +21,7 @@ from jinja2 import meta
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engine.bundled import unknown_bundled
 from engine.errors import FileIssue, PropositionFileError
 from engine.formats.registry import FileKind, top_keys
 from engine.models import AgentConfig
@@ -177,8 +178,7 @@ def load_scenario(name_or_path: str) -> Scenario:
     if not path.suffix and not path.exists():
         path = BUNDLED_SCENARIOS / f"{name_or_path}.yaml"
         if not path.is_file():
-            names = ", ".join(sorted(p.stem for p in BUNDLED_SCENARIOS.glob("*.yaml")))
-            raise PropositionFileError([FileIssue(name_or_path, 0, "", f"no such scenario; bundled: {names}")])
+            raise unknown_bundled("scenario", name_or_path, BUNDLED_SCENARIOS)
     scenario, issues = read_scenario_file(path)
     if scenario is None:
         raise PropositionFileError(issues or [FileIssue(str(path), 1, "", "unreadable scenario")])

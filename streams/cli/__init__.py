@@ -55,12 +55,7 @@ def _register() -> None:
     flags_without_type()
     groups: dict[str, typer.Typer] = {}
     for module_name, group, attribute in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"streams.cli.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"streams.cli.{module_name}":
-                raise
-            continue
+        module = importlib.import_module(f"streams.cli.{module_name}")  # a missing module is a packaging bug
         sub: typer.Typer = getattr(module, attribute)
         if group is None:
             app.registered_commands.extend(sub.registered_commands)
@@ -100,6 +95,13 @@ def main() -> None:
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception:  # a bug: keep the traceback, without the credentials a driver may have put in it
+    except Exception as exc:
+        from streams.cli.common import missing_schema
+
+        schema = missing_schema(exc, sys.argv[1:], os.environ)
+        if schema is not None:  # a database that was never migrated: a user's step, not a bug
+            print(f"drift: {mask_text(schema, urls)}", file=sys.stderr)
+            sys.exit(2)
+        # a bug: keep the traceback, without the credentials a driver may have put in it
         print(mask_text(traceback.format_exc(), urls), file=sys.stderr, end="")
         sys.exit(1)

@@ -56,7 +56,7 @@ def db_migrate(database: DatabaseOpt = None) -> None:
     settings = settings_from(database=database)
 
     async def go() -> list[str]:
-        async with await Store.connect(settings.database()) as store:
+        async with await Store.connect(settings.database(), timeout_s=settings.connect_timeout_s) as store:
             return await store.migrate()
 
     applied = run(go())
@@ -95,7 +95,7 @@ def config_show(
     async def go() -> tuple[AgentConfig | None, bool]:
         from streams.cli.agents import known_in_database
 
-        async with await Store.connect(settings.database()) as store:
+        async with await Store.connect(settings.database(), timeout_s=settings.connect_timeout_s) as store:
             return await store.get_config(agent), await known_in_database(store, agent)
 
     config, seen = run(go())
@@ -132,7 +132,7 @@ def config_set(
     validated_change(agent, AgentConfig(), changes)  # fail fast, before connecting; the store checks again
 
     async def go() -> tuple[dict[str, Any], bool]:
-        async with await Store.connect(settings.database()) as store:
+        async with await Store.connect(settings.database(), timeout_s=settings.connect_timeout_s) as store:
             new = await store.set_config(agent, changes)
         announced = await publish_config(settings, agent, new.model_dump(), timeout_s=settings.connect_timeout_s)
         return new.model_dump(), announced

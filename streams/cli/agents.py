@@ -29,7 +29,7 @@ def agents_list(
 
     settings = settings_from(propositions=propositions, database=database)
     personas = {p.stem for p in persona_files(Path(settings.propositions_dir))}
-    stored = [] if no_database else run(_stored(settings.database()))
+    stored = [] if no_database else run(_stored(settings.database(), settings.connect_timeout_s))
     rows = _rows(personas, stored)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -45,11 +45,11 @@ def agents_list(
         )
 
 
-async def _stored(url: str) -> list[StoredAgent]:
+async def _stored(url: str, timeout_s: float) -> list[StoredAgent]:
     from streams.store import Store
     from streams.store.agents import stored_agents
 
-    async with await Store.connect(url) as store:
+    async with await Store.connect(url, timeout_s=timeout_s) as store:
         return await stored_agents(store)
 
 

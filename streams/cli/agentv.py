@@ -103,9 +103,7 @@ def run_command(
     allow_unsandboxed_code: UnsandboxedOpt = False,
 ) -> None:
     """Run eval cases against a target and score them."""
-    if output_format not in {"table", "json", "junit"}:
-        typer.echo("drift: --format must be table, json or junit", err=True)
-        raise typer.Exit(2)
+    _check_run_options(output_format, threshold, out)
     settings = settings_from(database=database)
     options = _run_options(workers, case_timeout, allow_unsandboxed_code)
     batches = run(_run_files(files, target, judge, eval_id, options, settings, actor))
@@ -115,8 +113,21 @@ def run_command(
     summary = _emit(outcomes, runs, output_format, _unsandboxed_mark(options, runs))
     if settings.database_url:
         run(_record(settings.database_url, runs))
-    failed_case = any(o.verdict == "fail" or o.error for o in outcomes)
-    if (threshold is not None and summary["mean"] < threshold) or (failed_case and not allow_failures):
+    _exit_code(outcomes, summary, threshold, allow_failures)
+
+
+def _exit_code(outcomes: list[Any], summary: dict[str, Any], threshold: float | None, allow_failures: bool) -> None:
+    """Exit 1 with the reason on stderr: a mean below ``--threshold``, a failed case, or no case measured."""
+    reasons = []
+    if threshold is not None and summary["mean"] < threshold:
+        reasons.append(f"mean {summary['mean']:.3f} is below --threshold {threshold:g}")
+    failed = sum(o.verdict == "fail" or bool(o.error) for o in outcomes)
+    if failed and not allow_failures:
+        reasons.append(f"{failed} of {len(outcomes)} case(s) failed or errored (--allow-failures to ignore)")
+    if failed and failed == sum(bool(o.error) for o in outcomes) == len(outcomes):
+        reasons.append("every case errored: nothing was measured")
+    if reasons:
+        typer.echo(f"drift: {'; '.join(dict.fromkeys(reasons))}", err=True)
         raise typer.Exit(1)
 
 
@@ -131,6 +142,18 @@ def _run_options(workers: int, case_timeout: float, allow_unsandboxed_code: bool
     from engine.formats.usercode import CodeSandbox
 
     return RunOptions(workers, case_timeout, CodeSandbox(allow_unsandboxed=allow_unsandboxed_code))
+
+
+def _check_run_options(output_format: str, threshold: float | None, out: Path | None) -> None:
+    from engine.bundled import writable_target
+    from engine.errors import ConfigurationError
+
+    if output_format not in {"table", "json", "junit"}:
+        raise ConfigurationError("--format must be table, json or junit")
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise ConfigurationError(f"--threshold is a mean score between 0 and 1 (scores are 0-1), not {threshold:g}")
+    if out is not None:
+        writable_target(out, "results", "pass --out a path of your own")
 
 
 async def _run_files(
@@ -228,6 +251,7 @@ def _write_outputs(batches: list[tuple[list[Any], Any]], out: Path | None) -> No
     out.write_bytes(b"\n".join(lines) + b"\n")
     index = out.with_name(out.name.removesuffix(".jsonl") + ".index.jsonl")
     index.write_bytes(b"\n".join(orjson.dumps(records.index_record(o)) for done, _ in batches for o in done) + b"\n")
+    typer.echo(f"wrote {len(lines)} result(s) to {out} (4.x index records: {index})", err=True)
 
 
 def _emit(outcomes: list[Any], runs: list[Any], output_format: str, label: str | None) -> dict[str, Any]:
@@ -262,9 +286,23 @@ def compare_command(
     output_format: FormatOpt = "table",
 ) -> None:
     """Compare two result files case by case: win / loss / tie, and the mean delta."""
+    from engine.errors import ConfigurationError
     from engine.formats.agentv.summary import compare, read_scores
 
+    if not 0.0 < threshold <= 1.0:
+        raise ConfigurationError(f"--threshold is a margin between 0 (exclusive) and 1, not {threshold:g}")
     result = compare(read_scores(baseline), read_scores(candidate), threshold)
+    _print_comparison(result, output_format)
+    if not result.rows:
+        typer.echo(f"drift: {baseline} and {candidate} share no case: nothing was compared", err=True)
+        raise typer.Exit(1)
+    if result.mean_delta < -threshold:
+        drop = -result.mean_delta
+        typer.echo(f"drift: the mean dropped by {drop:.3f}, more than --threshold {threshold:g}", err=True)
+        raise typer.Exit(1)
+
+
+def _print_comparison(result: Any, output_format: str) -> None:
     if output_format == "json":
         body = {
             "rows": [dict(zip(("eval_id", "a", "b", "delta", "outcome"), r, strict=True)) for r in result.rows],
@@ -284,5 +322,3 @@ def compare_command(
             f"mean {result.mean_a:.3f} -> {result.mean_b:.3f} ({result.mean_delta:+.3f})  "
             f"wins {counts['win']}  losses {counts['loss']}  ties {counts['tie']}"
         )
-    if result.mean_delta < -threshold:
-        raise typer.Exit(1)

@@ -8,6 +8,7 @@ for a retry or rejects it, 2 on a usage error or when no verdict arrives within 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -35,6 +36,7 @@ def check(
     from streams.client import GateClient
 
     settings = settings_from(broker=broker, prefix=prefix)
+    _flag_unknown(agent, settings.propositions_dir)
 
     async def go() -> Verdict:
         async with GateClient(settings=settings, timeout_s=timeout) as client:
@@ -47,6 +49,21 @@ def check(
         _print(verdict)
     if verdict.decision != "commit":
         raise typer.Exit(1)
+
+
+def _flag_unknown(agent: str, propositions_dir: Path) -> None:
+    """A warning, before the draft is sent, for an agent id without a persona file: most often a typo, which
+    the gate would register as a new agent and judge against the defaults only."""
+    from engine.personas import persona_files
+    from engine.propositions.models import suggestion
+
+    known = sorted(p.stem for p in persona_files(Path(propositions_dir)))
+    if agent not in known:
+        typer.echo(
+            f"drift: warning: no persona for agent {agent!r} in {propositions_dir} (the gate registers it as a new "
+            f"agent and judges it against the default propositions only){suggestion(agent, known)}",
+            err=True,
+        )
 
 
 def _print(verdict: Verdict) -> None:
@@ -67,3 +84,11 @@ def _print(verdict: Verdict) -> None:
         typer.echo("feedback:")
         for line in verdict.feedback.splitlines():
             typer.echo(f"  {line}")
+    if not verdict.scores and verdict.similarity is None and verdict.outcome == "passed":
+        agent = verdict.agent_id
+        typer.echo(
+            f"drift: note: every check is off for {agent}: the gate passes whatever it says; turn checks on with "
+            f"'drift config set {agent} gate_adherence_enabled=true gate_similarity_enabled=true' (keys: "
+            "docs/reference.md)",
+            err=True,
+        )

@@ -10,6 +10,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from engine.errors import DriftError
 from engine.settings import Settings
 
 T = TypeVar("T")
@@ -72,8 +73,14 @@ def quiet_kafka_logs(verbose: bool = False) -> Iterator[None]:
         logger.setLevel(level)
 
 
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
+def run(coro: Coroutine[Any, Any, T], *, quiet: bool = True) -> T:
+    """Run a command's coroutine. ``quiet`` (the default for every client command): aiokafka's log line per
+    failed connection attempt is silenced, since the command reports an unreachable broker in one line of its
+    own; a long-running service that must log a broker it loses later passes False."""
+    if not quiet:
+        return asyncio.run(coro)
+    with quiet_kafka_logs():
+        return asyncio.run(coro)
 
 
 def urls_in_use(argv: list[str], environ: Mapping[str, str]) -> list[str]:
@@ -86,3 +93,33 @@ def urls_in_use(argv: list[str], environ: Mapping[str, str]) -> list[str]:
             elif arg.startswith(f"{flag}="):
                 urls.append(arg.partition("=")[2])
     return [url for url in urls if url]
+
+
+#: SQLSTATE of "relation does not exist": a query met a database ``drift db migrate`` never ran on.
+UNDEFINED_TABLE = "42P01"
+
+
+def missing_schema(exc: BaseException, argv: list[str], environ: Mapping[str, str]) -> str | None:
+    """The one line for an error that escaped a command because the database has no persona-drift tables (a
+    relation is missing: never migrated, or an older schema), whichever command and query met it; None for any
+    other error. Checked once, in :func:`streams.cli.main`, so every command that reads the database says it."""
+    seen: BaseException | None = exc
+    while seen is not None and getattr(seen, "sqlstate", None) != UNDEFINED_TABLE:
+        seen = seen.__cause__ or seen.__context__
+    if seen is None:
+        return None
+    from engine.redaction import mask_url
+
+    where = mask_url(database_in_use(argv, environ))
+    return f"the database at {where} has no persona-drift tables: run 'drift db migrate' (or 'drift up')"
+
+
+def database_in_use(argv: list[str], environ: Mapping[str, str]) -> str:
+    """The database a command was pointed at: ``--database``, else the environment's, else the embedded one."""
+    flagged = [u for u in urls_in_use(argv, {}) if u.startswith(("postgres://", "postgresql://"))]
+    if flagged:
+        return flagged[-1]
+    try:
+        return Settings.from_env(environ).database()
+    except DriftError:  # settings that do not load: name what can be named
+        return environ.get("DRIFT_DATABASE_URL") or environ.get("DATABASE_URL") or "(the configured database)"

@@ -13,7 +13,6 @@ offline heuristic's scale is lower and narrower than an LLM's (in-character line
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import time
 from collections import Counter
@@ -25,7 +24,7 @@ import typer
 
 from engine.display import outcome_label, score_text
 from engine.settings import bundled_example
-from streams.cli.common import JudgeOpt, settings_from
+from streams.cli.common import JudgeOpt, run, settings_from
 from streams.embedded import WorkerProcess, free_port, start_stack
 
 if TYPE_CHECKING:
@@ -89,9 +88,9 @@ def demo(
     settings = settings.with_(broker=stack.broker.bootstrap, database_url=stack.database.url, web_port=free_port())
     worker: WorkerProcess | None = None
     try:
-        asyncio.run(_prepare(settings, events, _demo_config(judge_name)))
+        run(_prepare(settings, events, _demo_config(judge_name)))
         worker = _start_worker(settings, stack.root, console)
-        asyncio.run(_play(settings, events, console, actor))
+        run(_play(settings, events, console, actor))
         console.print(NEXT_STEPS)
     finally:
         kill = kill_all(worker.kill if worker else lambda: None, stack.broker.kill, stack.database.kill)

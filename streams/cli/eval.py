@@ -43,6 +43,10 @@ app = typer.Typer(
 )
 
 
+#: What to do instead of writing baselines into the bundled propositions.
+BASELINES_ELSEWHERE = (
+    "pass --baseline-dir DIR, or --propositions DIR for a cast of your own (start one with 'drift init DIR')"
+)
 #: ``drift eval run``'s exit code when some dimension could not be compared with its baseline.
 EXIT_NOT_COMPARABLE = 3
 
@@ -132,12 +136,21 @@ def harness_options(
     )
 
 
+def _writable_output(output: Path | None) -> None:
+    from engine.bundled import writable_target
+
+    if output is not None:
+        writable_target(output, "a report", "pass --output a path of your own")
+
+
 def _emit(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
+    _writable_output(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
+    print(f"wrote {output}", file=sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -167,16 +180,23 @@ class Evaluated:
     meter: MeteredJudge  # the judge's calls and token usage
 
 
-def _evaluate(evaluation: Evaluation, *, intervals: bool) -> Evaluated:
-    """Load the input and evaluate its agents (what ``eval run`` and ``eval baseline`` share)."""
+def _evaluate(evaluation: Evaluation, *, intervals: bool, writes_baselines: bool = False) -> Evaluated:
+    """Load the input and evaluate its agents (what ``eval run`` and ``eval baseline`` share). Every file it
+    will write is checked first: never into the bundled data."""
+    from engine.bundled import writable_target
+
     settings = settings_from(propositions=evaluation.propositions)
+    directory = evaluation.baseline_dir or settings.propositions_dir / "baselines"
+    if writes_baselines:
+        writable_target(directory, "baselines", BASELINES_ELSEWHERE, chosen=evaluation.baseline_dir is not None)
+    if evaluation.record is not None:
+        writable_target(evaluation.record, "a cassette", "pass --record a path of your own")
     options = harness_options(settings, evaluation.dimensions, evaluation.repeats, evaluation.strategy, intervals)
     meter: list[MeteredJudge] = []
     spec, agents = evaluation.judge or "", _split(evaluation.agents)
     judge_name, loaded, results = run(
         evaluate_input(evaluation.inputs, agents, options, settings, spec, evaluation.record, meter)
     )
-    directory = evaluation.baseline_dir or settings.propositions_dir / "baselines"
     return Evaluated(settings, judge_name, loaded, results, directory, meter[0])
 
 
@@ -228,6 +248,7 @@ def _compare(evaluation: Evaluation, comparison: Comparison) -> None:
     from engine.evaluation.report import RENDERERS
     from engine.judges.metered import with_usage
 
+    _writable_output(comparison.output)  # before the judge is called
     done = _evaluate(evaluation, intervals=comparison.intervals)
     kind, output = comparison.output_format.value, comparison.output
     baselines = {r.agent_id: load_baseline(done.baseline_dir, r.agent_id) for r in done.results}
@@ -272,7 +293,7 @@ def baseline_command(
         raise ConfigurationError("name the agents whose baselines to write: --agents a,b or --all")
     inputs = Inputs(messages, run_id, since, synthetic, skip_invalid)
     evaluation = Evaluation(inputs, agents, dimensions, judge, record, propositions, baseline_dir, repeats, strategy)
-    _write_baselines(_evaluate(evaluation, intervals=True), force=force)
+    _write_baselines(_evaluate(evaluation, intervals=True, writes_baselines=True), force=force)
 
 
 def _write_baselines(done: Evaluated, *, force: bool) -> None:
@@ -308,6 +329,7 @@ def calibrate_command(
 
     if output_format not in {OutputFormat.TABLE, OutputFormat.JSON}:
         raise ConfigurationError("calibrate writes --format table or json")
+    _writable_output(output)
     settings = settings_from(propositions=propositions)
     results = run(_calibrate(labels, settings, judge or "", strategy))
     _emit(render_calibration(results, as_json=output_format is OutputFormat.JSON), output)

@@ -55,10 +55,28 @@ def report(
 
     if not raw and not experiment_ids:
         raise ConfigurationError("give EXPERIMENT_ID (a stored experiment) or --raw FILE.json (the paper's format)")
+    writable_report(output_format, charts, output)
     datasets = [load_raw(path) for path in raw or []]
     if experiment_ids:
         datasets += _stored(settings_from(database=database), experiment_ids)
     write_report(datasets, output_format, charts, output, seed)
+
+
+def _charts_folder(output_format: ReportFormat, charts: Path | None, output: Path | None) -> Path | None:
+    if charts is not None or output_format is ReportFormat.HTML:
+        return charts or (output.parent if output else Path.cwd()) / "charts"
+    return None
+
+
+def writable_report(output_format: ReportFormat, charts: Path | None, output: Path | None) -> None:
+    """Refuse, before anything runs, a report or charts folder inside the bundled data."""
+    from engine.bundled import writable_target
+
+    if output is not None:
+        writable_target(output, "a report", "pass --output a path of your own")
+    folder = _charts_folder(output_format, charts, output)
+    if folder is not None:
+        writable_target(folder, "charts", "pass --charts a folder of your own (or --output elsewhere)")
 
 
 def write_report(
@@ -70,15 +88,15 @@ def write_report(
 
     reports = [analyse(data, seed=seed) for data in datasets]
     drawn: dict[str, list[Path]] = {}
-    if charts is not None or output_format is ReportFormat.HTML:
-        folder = charts or (output.parent if output else Path.cwd()) / "charts"
+    folder = _charts_folder(output_format, charts, output)
+    if folder is not None:
         drawn = {d.name: draw(d, r, folder) for d, r in zip(datasets, reports, strict=True)}
     if output_format is ReportFormat.JSON:
         text = as_json(reports)
     elif output_format is ReportFormat.HTML:
         text = as_html(reports, drawn)
     else:
-        text = markdown(reports, drawn)
+        text = markdown(reports, drawn, links_from=output.parent if output else None)
     if output is None:
         typer.echo(text)
         return
@@ -88,12 +106,11 @@ def write_report(
 
 
 def _stored(settings: Settings, experiment_ids: list[str]) -> list[ExperimentData]:
-    import asyncio
-
+    from streams.cli.common import run
     from streams.cli.experiment_main import load_data, reachable_database
 
     with reachable_database(settings) as reachable:
-        return asyncio.run(load_data(reachable, experiment_ids))
+        return run(load_data(reachable, experiment_ids))
 
 
 ScaleOpt = Annotated[
@@ -173,10 +190,25 @@ def table1(
 
     options = [RunOptions(name, scale, population, concurrency, budget_usd, None, None, strategy)
                for name in SCENARIO_PAPER_KEYS]  # fmt: skip
+    writable_report(output_format, charts, output)
     settings = settings_from(actor=actor, judge=judge, broker=broker, prefix=prefix, database=database)
     datasets = _run_all(options, settings, embedded, dry_run)
     if datasets:
         write_report(datasets, output_format, charts, output, 0)
+
+
+def _check_models(settings: Settings, options: Sequence[object]) -> None:
+    """The actor, the judge and the price tables an experiment will use, built once to fail fast on a typo."""
+    from engine.actors.factory import make_actor
+    from engine.judges.factory import make_judge
+    from engine.pricing import PriceTable
+    from streams.cli.experiment_main import RunOptions
+
+    make_actor(settings.effective_actor(), settings)
+    make_judge(settings.effective_judge(), settings)
+    for o in options:
+        if isinstance(o, RunOptions):
+            PriceTable.load(o.prices)
 
 
 def _run_all(options: Sequence[object], settings: Settings, embedded: bool, dry_run: bool) -> list[ExperimentData]:
@@ -185,6 +217,7 @@ def _run_all(options: Sequence[object], settings: Settings, embedded: bool, dry_
 
     from rich.console import Console
 
+    from streams.cli.common import run as run_command
     from streams.cli.experiment_main import RunOptions, load_data, plan, run, service_settings
 
     console = Console(stderr=True)
@@ -195,14 +228,15 @@ def _run_all(options: Sequence[object], settings: Settings, embedded: bool, dry_
         for o, p in planned:
             show(p, o, settings, console)
         return []
+    _check_models(settings, [o for o, _ in planned])  # before a stack starts or a service is reached
     with service_settings(settings, embedded, console) as live:
         ids = []
         for o, p in planned:
             try:
-                experiment_id, status = asyncio.run(run(p, o, live, console))
+                experiment_id, status = run_command(run(p, o, live, console))
             except asyncio.CancelledError:  # a second Ctrl-C: running sessions were abandoned, none half-stored
                 console.print("[red]aborted: unfinished sessions were not stored; finish with --resume ID[/]")
                 raise typer.Exit(130) from None
             typer.echo(f"{experiment_id}\t{status}")
             ids.append(experiment_id)
-        return asyncio.run(load_data(live, ids)) if len(ids) > 1 else []
+        return run_command(load_data(live, ids)) if len(ids) > 1 else []

@@ -25,6 +25,7 @@ from engine.scoring import JudgeStrategy
 from engine.settings import Settings
 from engine.simulation.plan import SessionPlan, plan_sessions
 from engine.simulation.scenario import Scenario, load_scenario
+from streams.cli.common import run as run_command
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -114,7 +115,7 @@ def service_settings(settings: Settings, embedded: bool, console: Console) -> It
     settings = settings.with_(broker=stack.broker.bootstrap, database_url=database.url, topic_prefix="exp.")
     worker = None
     try:
-        asyncio.run(_prepare(settings))
+        run_command(_prepare(settings))
         env = {"DRIFT_BROKER": settings.broker, "DRIFT_DATABASE_URL": settings.database(),
                "DRIFT_WEB_PORT": str(free_port()), "DRIFT_TOPIC_PREFIX": settings.topic_prefix}  # fmt: skip
         started = time.monotonic()
@@ -265,7 +266,7 @@ async def load_data(settings: Settings, experiment_ids: list[str]) -> list[Exper
     from streams.store import Store
     from streams.store.experiments import ExperimentStore, experiment_data
 
-    async with await Store.connect(settings.database()) as db:
+    async with await Store.connect(settings.database(), timeout_s=settings.connect_timeout_s) as db:
         xstore = ExperimentStore(db)
         datasets = []
         for experiment_id in experiment_ids:

@@ -120,16 +120,33 @@ def run_family(
     """Answer and score every variant; print each oracle's pass rate with its credible interval."""
     from engine.formats.metareason.loader import read_family
 
+    if out is not None:
+        from engine.bundled import writable_target
+
+        writable_target(out, "a journal", "pass --out a path of your own")
     settings = settings_from(database=database, propositions=propositions)
     family = read_family(file)
     result = run(_execute(family, file, settings, target, judge, embeddings, actor, n, out, concurrency, output))
     if out is not None:
         sidecar = out.with_name(out.name + ".run.json")
         sidecar.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        typer.echo(f"wrote {out} (journal) and {sidecar} (the run)", err=True)
     if output is RunFormat.JSON:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     else:
         _print_table(result)
+    _fail_when_nothing_measured(result)
+
+
+def _fail_when_nothing_measured(result: FormatRun) -> None:
+    """Exit 1, with the first target error, when no variant was answered: an empty run is not a result."""
+    summary = result.summary
+    if summary["answered"] > 0:
+        return
+    first = next((item.error for item in result.items if item.error), None)
+    reason = f": {first}" if first else ""
+    typer.echo(f"drift: 0/{summary['variants']} variants answered, nothing was measured{reason}", err=True)
+    raise typer.Exit(1)
 
 
 async def _execute(
@@ -265,7 +282,9 @@ def _print_table(result: FormatRun) -> None:
         console.print(f"{name}: weakest {_weakest(entry)}", highlight=False)
     for name, entry in summary["oracles"].items():
         calibration = entry.get("calibration")
-        if calibration:
+        if calibration and calibration["observed"] is None:
+            console.print(f"{name}: no variant scored: calibration not measured", highlight=False)
+        elif calibration:
             verdict = {True: "calibrated", False: "NOT calibrated", None: "too few samples"}[calibration["calibrated"]]
             within = calibration["probability_within_tolerance"]
             console.print(

@@ -150,10 +150,14 @@ def predict(
     if output_format is PredictFormat.JSON:
         payload = {"model": ctx.label, "scores": {name: r.as_json() for name, r in results.items()}}
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
-        return
-    typer.echo(f"model: {ctx.label}")
-    for result in results.values():
-        typer.echo(_predict_line(result))
+    else:
+        typer.echo(f"model: {ctx.label}")
+        for result in results.values():
+            typer.echo(_predict_line(result))
+    failed = [r.name for r in results.values() if r.status == "error"]
+    if failed:  # an ERROR value is a failed prediction, not an answer
+        typer.echo(f"drift: {len(failed)} score(s) ended in ERROR: {', '.join(failed)}", err=True)
+        raise typer.Exit(1)
 
 
 def _predict_line(result: ScoreResult) -> str:
@@ -204,6 +208,10 @@ def evaluate(
     if settings.database_url:
         run(_record(result, settings.database_url))
     typer.echo(render_report(result, output_format))
+    compared = sum(m["compared"] for m in result.summary["scores"].values())
+    if compared == 0:  # every item errored, was skipped or unlabelled: no agreement was measured
+        typer.echo("drift: no item was compared with its label: nothing was measured", err=True)
+        raise typer.Exit(1)
 
 
 async def _record(result: FormatRun, url: str) -> None:

@@ -9,7 +9,10 @@ import typer
 
 from streams.cli.common import run, settings_from
 
-app = typer.Typer()
+app = typer.Typer(
+    help="Populations for simulations: generate N personas of a profile with the three-stage factory.",
+    no_args_is_help=True,
+)
 
 ActorOpt = Annotated[
     str | None,
@@ -31,11 +34,13 @@ def generate(
     ] = False,
 ) -> None:
     """Generate N personas of a profile into OUT/personas (resumable; every stage kept in OUT/stages)."""
+    from engine.bundled import writable_target
     from engine.llm.factory import make_text_model
     from engine.simulation.population import Factory
     from engine.simulation.profiles import load_profile
     from engine.simulation.scripted_population import ScriptedPopulationModel
 
+    writable_target(out, "a population", "pass --out a folder of your own")
     settings = settings_from(actor=actor)
     chosen = load_profile(profile)
     if dry_run:

@@ -11,7 +11,7 @@ import typer
 from engine.settings import BUNDLED_PROPOSITIONS
 
 if TYPE_CHECKING:
-    from engine.errors import PropositionFileError
+    from engine.errors import ConfigurationError, PropositionFileError
     from engine.models import Dimension
     from engine.propositions import PropositionSet
 
@@ -47,9 +47,11 @@ ActionOpt = Annotated[
 ]
 
 
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"drift: {message}", err=True)
-    return typer.Exit(2)
+def _fail(message: str) -> ConfigurationError:
+    """A usage error, raised: ``main()`` prints it as the one ``drift: …`` line and exits 2."""
+    from engine.errors import ConfigurationError
+
+    return ConfigurationError(message)
 
 
 def _fail_issues(exc: PropositionFileError) -> typer.Exit:
@@ -97,6 +99,7 @@ def validate(directory: DirArg = None) -> None:
             interventions = len(load_interventions(root / "interventions", root))
         except PropositionFileError as exc:
             issues.extend(exc.issues)
+    issues = list(dict.fromkeys(issues))  # a problem two loaders meet is one problem
     if issues:
         for issue in issues:
             typer.echo(str(issue), err=True)

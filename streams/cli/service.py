@@ -273,5 +273,5 @@ def sinks_command(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    run(main())
+    run(main(), quiet=False)  # the sinks log a broker they lose while they run
     _say("stopped")

@@ -6,22 +6,27 @@ a private embedded stack (Tansu + PostgreSQL + one worker) started for the run a
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from streams.cli.common import BrokerOpt, JudgeOpt, PrefixOpt, settings_from
+from streams.cli.common import BrokerOpt, JudgeOpt, PrefixOpt, run, settings_from
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from engine.actors.base import Actor
+    from engine.llm.base import TextModel
+    from engine.models import Persona
     from engine.settings import Settings
+    from engine.simulation.plan import SessionPlan
+    from engine.simulation.scenario import Scenario
     from streams.client.simulate import SessionResult, Simulation
 
 app = typer.Typer()
@@ -58,21 +63,58 @@ def simulate(
     """Run a scenario's sessions (one arm) through the gate and the steps service."""
     from rich.console import Console
 
-    _check_options(arm, judge, embedded)
+    _check_options(arm, judge, embedded, export)
     console = Console(stderr=as_json)
     settings = settings_from(actor=actor, judge=judge, broker=broker, prefix=prefix)
     options = {"scenario": scenario, "population": population, "arm": arm, "sessions": sessions,
                "run_id": run_id, "concurrency": concurrency, "export": export}  # fmt: skip
+    inputs = _inputs(settings, options, embedded)  # every input read before a service is reached or started
     if not embedded:
-        results, sim = asyncio.run(_run(settings, options, console))
+        results, sim = run(_run(settings, inputs, options, console))
     else:
-        results, sim = _run_embedded(settings, options, console)
+        results, sim = _run_embedded(settings, inputs, options, console)
     _summary(console, results, sim, as_json)
 
 
-def _check_options(arm: str, judge: str | None, embedded: bool) -> None:
+@dataclass(frozen=True)
+class Inputs:
+    """What a simulation reads from files and flags, loaded and checked up front."""
+
+    scenario: Scenario
+    personas: dict[str, Persona]
+    actor: Actor
+    extractor: TextModel
+    plans: list[SessionPlan]
+
+
+def _inputs(settings: Settings, options: dict[str, Any], embedded: bool) -> Inputs:
+    """The scenario, the population, the actor (and with ``--embedded`` the worker's judge): a typo in any of
+    them fails here, in a second, not after an embedded stack has started."""
+    from engine.actors.factory import make_actor
+    from engine.actors.llm import LlmActor
+    from engine.actors.scripted import ScriptedListModel
+    from engine.judges.factory import make_judge
+    from engine.personas import load_population
+    from engine.simulation.plan import plan_sessions
+    from engine.simulation.population import BUNDLED_TINY
+    from engine.simulation.scenario import load_scenario
+
+    scenario = load_scenario(options["scenario"])
+    personas = load_population(options["population"] or BUNDLED_TINY, scenario.population.fragments)
+    actor = make_actor(settings.effective_actor(), settings)
+    extractor = actor.model if isinstance(actor, LlmActor) else ScriptedListModel()
+    if embedded:
+        make_judge(settings.effective_judge(), settings, own_limits=False)  # the worker's judge, checked here
+    plans = plan_sessions(scenario, list(personas), options["sessions"])
+    return Inputs(scenario, personas, actor, extractor, plans)
+
+
+def _check_options(arm: str, judge: str | None, embedded: bool, export: Path | None) -> None:
+    from engine.bundled import writable_target
     from engine.errors import ConfigurationError
 
+    if export is not None:
+        writable_target(export, "transcripts", "pass --export a folder of your own")
     if arm not in {"treatment", "control"}:
         raise ConfigurationError(f"--arm must be treatment or control, not {arm!r}")
     if judge and not embedded:
@@ -80,7 +122,7 @@ def _check_options(arm: str, judge: str | None, embedded: bool) -> None:
 
 
 def _run_embedded(
-    settings: Settings, options: dict[str, Any], console: Console
+    settings: Settings, inputs: Inputs, options: dict[str, Any], console: Console
 ) -> tuple[list[SessionResult], Simulation]:
     from streams.embedded import WorkerProcess, free_port, start_stack
     from streams.store import Store
@@ -96,7 +138,7 @@ def _run_embedded(
                 await store.migrate()
             await create_topics(settings)
 
-        asyncio.run(prepare())
+        run(prepare())
         env = {"DRIFT_BROKER": settings.broker, "DRIFT_DATABASE_URL": settings.database(),
                "DRIFT_WEB_PORT": str(free_port()), "DRIFT_TOPIC_PREFIX": settings.topic_prefix}  # fmt: skip
         started = time.monotonic()
@@ -105,7 +147,7 @@ def _run_embedded(
         )
         worker.start(timeout_s=90)
         console.print(f"[dim]embedded stack: {worker.ready_line} ({time.monotonic() - started:.1f}s)[/]")
-        return asyncio.run(_run(settings, options, console))
+        return run(_run(settings, inputs, options, console))
     finally:
         if worker is not None:
             worker.stop()
@@ -113,29 +155,20 @@ def _run_embedded(
         shutil.rmtree(stack.root, ignore_errors=True)
 
 
-async def _run(settings: Settings, options: dict[str, Any], console: Console) -> tuple[list[SessionResult], Simulation]:
-    from engine.actors.factory import make_actor
-    from engine.actors.llm import LlmActor
-    from engine.actors.scripted import ScriptedListModel
-    from engine.personas import load_population
-    from engine.simulation.plan import plan_sessions
-    from engine.simulation.population import BUNDLED_TINY
-    from engine.simulation.scenario import load_scenario
+async def _run(
+    settings: Settings, inputs: Inputs, options: dict[str, Any], console: Console
+) -> tuple[list[SessionResult], Simulation]:
     from streams.client import GateClient
     from streams.client.simulate import Simulation
     from streams.client.transcripts import export_session
 
-    scenario = load_scenario(options["scenario"])
-    personas = load_population(options["population"] or BUNDLED_TINY, scenario.population.fragments)
-    actor = make_actor(settings.effective_actor(), settings)
-    extractor = actor.model if isinstance(actor, LlmActor) else ScriptedListModel()
+    scenario, personas, actor, plans = inputs.scenario, inputs.personas, inputs.actor, inputs.plans
     prefix = options["run_id"] or f"sim-{scenario.name}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
-    plans = plan_sessions(scenario, list(personas), options["sessions"])
     arm = options["arm"]
     console.print(f"[bold]drift simulate[/] · {scenario.name} · arm {arm} · {len(plans)} session(s) · "
                   f"{len(personas)} personas · actor [bold]{actor.name}[/] · run ids {prefix}.{arm}.*")  # fmt: skip
     async with GateClient(settings=settings, timeout_s=max(60.0, settings.step_deadline_s * 3)) as gate:
-        sim = Simulation(scenario, personas, actor, extractor, gate, prefix, on_event=_printer(console))
+        sim = Simulation(scenario, personas, actor, inputs.extractor, gate, prefix, on_event=_printer(console))
         results = await sim.run_sessions(plans, options["arm"], options["concurrency"])
     if options["export"] is not None:
         for result in results:
@@ -193,5 +226,10 @@ def _summary(console: Console, results: list[SessionResult], sim: Simulation, as
                       str(sum(a.silences for a in agents)), directives,
                       "-" if r.extracted is None else str(len(r.extracted)), r.error or "")  # fmt: skip
     console.print(table)
-    console.print(f"outcomes: {totals['outcomes']} · directives: {totals['directives']} · "
-                  f"{totals['failed']} failed session(s)")  # fmt: skip
+    console.print(f"outcomes: {_counts(totals['outcomes'])} · directives: {_counts(totals['directives'])} · "
+                  f"{totals['failed']} failed session(s)", highlight=False)  # fmt: skip
+
+
+def _counts(counts: dict[str, int]) -> str:
+    """``passed 37, retry 3``: counts by plain name, largest first."""
+    return ", ".join(f"{name} {n}" for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))) or "-"

@@ -21,13 +21,15 @@ def validate(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders to validate.", show_default=False)],
 ) -> None:
     """Validate YAML files of any kind drift knows (propositions, interventions, personas, formats)."""
+    from engine.errors import ConfigurationError
     from engine.formats.registry import expand, validate_path
 
     files = expand(paths)
     missing = [p for p in files if not p.exists()]
     if missing:
-        typer.echo(f"drift: no such file: {missing[0]}", err=True)
-        raise typer.Exit(2)
+        raise ConfigurationError(f"no such file: {missing[0]}")
+    if not files:
+        raise ConfigurationError("no YAML files found")
     failed = 0
     for path in files:
         result = validate_path(path)
@@ -37,8 +39,5 @@ def validate(
         failed += 1
         for issue in result.issues:
             typer.echo(str(issue), err=True)
-    if not files:
-        typer.echo("drift: no YAML files found", err=True)
-        raise typer.Exit(2)
     if failed:
         raise typer.Exit(2)

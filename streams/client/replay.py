@@ -203,7 +203,7 @@ class _Source:
         self.end: dict[TopicPartition, int] = {}
 
     async def open(self) -> None:
-        await start_with_retry(self.consumer, self.settings.broker, 15.0)
+        await start_with_retry(self.consumer, self.settings.broker, self.settings.connect_timeout_s)
         if self.topic not in await self.consumer.topics():
             raise ConfigurationError(f"topic {self.topic} does not exist")
         partitions = [
@@ -297,7 +297,7 @@ async def _copy(
     source: _Source, target: Settings, destination: str, window: Window, progress: Progress | None
 ) -> dict[Disposition, int]:
     producer = AIOKafkaProducer(**client_kwargs(target), linger_ms=5)
-    await start_with_retry(producer, target.broker, 15.0)
+    await start_with_retry(producer, target.broker, target.connect_timeout_s)
     seen = dict.fromkeys(Disposition, 0)
     total = source.total
     try:

@@ -78,7 +78,7 @@ async def replay_from_database(
 
 async def _publish(target: Settings, topic: str, drafts: list[Draft], progress: Progress | None) -> None:
     producer = AIOKafkaProducer(**client_kwargs(target), linger_ms=5)
-    await start_with_retry(producer, target.broker, 15.0)
+    await start_with_retry(producer, target.broker, target.connect_timeout_s)
     try:
         for done, draft in enumerate(drafts, 1):
             await producer.send(topic, encode(draft), key=draft.agent_id.encode())

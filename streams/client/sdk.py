@@ -79,9 +79,10 @@ class GateClient:
     async def start(self) -> None:
         compression = None if self.settings.kafka_compression == "none" else self.settings.kafka_compression
         self._producer = AIOKafkaProducer(**client_kwargs(self.settings), linger_ms=1, compression_type=compression)
-        await start_with_retry(self._producer, self.settings.broker, 15.0)
+        wait_s = self.settings.connect_timeout_s  # DRIFT_CONNECT_TIMEOUT_S: an absent broker fails fast
+        await start_with_retry(self._producer, self.settings.broker, wait_s)
         self._consumer = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
-        await start_with_retry(self._consumer, self.settings.broker, 15.0)
+        await start_with_retry(self._consumer, self.settings.broker, wait_s)
         partitions = [
             TopicPartition(topic, p)
             for topic in (self.topics.verdicts, self.topics.directives)

@@ -295,10 +295,10 @@ class _Session:
         self.step_no += 1
         nudges: dict[str, list[str]] = {}
         for d in record.directives:
-            self.result.directives[d.kind] += 1
+            self.result.directives[str(d.kind)] += 1
             if not d.timed_out and d.agent_id in self.result.agents:
                 nudges.setdefault(d.agent_id, []).append(d.text)
-                self.result.agents[d.agent_id].nudges[d.kind] += 1
+                self.result.agents[d.agent_id].nudges[str(d.kind)] += 1
                 self.sim.on_event(self.result, "directive", f"{d.kind} → {self.result.agents[d.agent_id].name}")
         return {agent_id: "\n".join(texts) for agent_id, texts in nudges.items()}
 
@@ -321,7 +321,7 @@ class _Session:
             agent.retries += 1
             self.sim.on_event(self.result, "retry", f"{agent.name} (attempt {attempt}): {acted.text}")
             feedback, attempt = verdict.feedback or "", attempt + 1
-        agent.outcomes[verdict.outcome] += 1
+        agent.outcomes[str(verdict.outcome)] += 1  # the plain value: an enum key prints as its repr
         if verdict.decision == "reject":
             self.sim.on_event(self.result, "rejected", f"{agent.name}: {acted.text}")
             return None

@@ -105,7 +105,7 @@ async def tail(
     positions are fixed: every record sent after it will be seen. Returns the number shown."""
     topic = topic_for(settings, kind)
     consumer = AIOKafkaConsumer(**consumer_kwargs(settings), enable_auto_commit=False)
-    await start_with_retry(consumer, settings.broker, 15.0)
+    await start_with_retry(consumer, settings.broker, settings.connect_timeout_s)
     shown = 0
     try:
         partitions = await _assign(consumer, topic, from_beginning)

@@ -61,14 +61,15 @@ def _oracle(
 
 
 def _calibration(spec: m.StatisticalCalibrationOracle, post: Any) -> dict[str, Any]:
-    gap = abs(post.mean - spec.expected_confidence)
+    seen = post.n > 0  # with no sample the posterior is the prior: nothing was observed
+    gap = abs(post.mean - spec.expected_confidence) if seen else None
     enough = post.n >= spec.min_samples
     return {
         "expected_confidence": spec.expected_confidence,
         "tolerance": spec.tolerance,
-        "observed": post.mean,
+        "observed": post.mean if seen else None,
         "gap": gap,
-        "calibrated": (gap <= spec.tolerance) if enough else None,
+        "calibrated": (gap <= spec.tolerance) if enough and gap is not None else None,
         "probability_within_tolerance": probability_within(post, spec.expected_confidence, spec.tolerance),
         "min_samples": spec.min_samples,
         "calibration_method": spec.calibration_method,

@@ -29,7 +29,7 @@ def text_model(spec: str, settings: Any, *, cwd: Path) -> TextModel:
         return scripted_rules_model(target if target.is_absolute() else cwd / target)
     from engine.llm.factory import make_text_model
 
-    return make_text_model(spec, settings)
+    return make_text_model(spec, settings, flag="--model")
 
 
 def node_context(

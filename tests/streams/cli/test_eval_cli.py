@@ -70,7 +70,8 @@ def test_the_shipped_baselines_match_the_sample_run(invoke: Invoke) -> None:
     )
     assert document["stale"] == [], (
         "propositions/baselines is out of date: regenerate it with `drift eval baseline --messages "
-        "ops/examples/office_conversation.jsonl --judge scripted:ops/examples/judge_rules.yaml`"
+        "ops/examples/office_conversation.jsonl --judge scripted:ops/examples/judge_rules.yaml "
+        "--baseline-dir propositions/baselines`"
     )
     assert document["regressions"] == []
     scores = {(a, d): v["score"] for a, dims in document["agents"].items() for d, v in dims.items()}

@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from streams.store import Store
@@ -78,6 +79,9 @@ def test_check_prints_the_verdict_of_one_draft(gate: Scenario) -> None:
     assert (verdict["agent_id"], verdict["decision"], verdict["text"]) == (agent, "commit", "Knitting club is at noon.")
     plain = drift(*args, *common)
     assert plain.returncode == 0 and f"{agent}: commit (passed;" in plain.stdout
+    # issue 29: an agent without a persona is flagged; a fresh agent's checks are all off, and the note says so
+    assert f"no persona for agent {agent!r}" in plain.stderr
+    assert f"every check is off for {agent}" in plain.stderr
 
 
 @pytest.mark.e2e
@@ -88,4 +92,26 @@ async def test_agents_list_reads_the_database(stack: Stack) -> None:
     done = drift("agents", "list", "--json", "--database", stack.database.url)
     assert done.returncode == 0, done.stderr
     (row,) = [r for r in json.loads(done.stdout) if r["agent_id"] == agent]
-    assert (row["persona"], row["actions"]) == (False, 1)
+    assert (row["persona"], row["actions"], row["configured"]) == (False, 1, False)  # a default row: not configured
+    async with await Store.connect(stack.database.url) as store:
+        await store.set_config(agent, {"gate_adherence_enabled": True})
+    listed = json.loads(drift("agents", "list", "--json", "--database", stack.database.url).stdout)
+    assert [r["configured"] for r in listed if r["agent_id"] == agent] == [True]
+
+
+@pytest.mark.e2e
+async def test_every_command_reading_a_database_without_the_schema_says_how_to_make_it(stack: Stack) -> None:
+    name = f"bare_{uuid.uuid4().hex[:8]}"
+    conn = await asyncpg.connect(stack.database.url)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    url = stack.database.url.replace("/postgres?", f"/{name}?")
+    expected = "has no persona-drift tables: run 'drift db migrate' (or 'drift up')"
+    commands = [("experiment", "report", "x-foo"), ("agents", "list"), ("config", "show", "michael"),
+                ("stats", "--from-database")]  # fmt: skip
+    for args in commands:
+        done = drift(*args, "--database", url)
+        assert (done.returncode, done.stderr.strip().count("\n")) == (2, 0), (args, done.stderr)
+        assert done.stderr.startswith("drift: the database at postgresql://") and expected in done.stderr, args

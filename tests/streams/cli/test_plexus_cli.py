@@ -81,7 +81,8 @@ def test_predict_text_with_metadata_and_an_error_value() -> None:
     )  # fmt: skip
     assert code == 0, out
     assert json.loads(out)["scores"]["Violated Trait"]["value"] == "Role Knowledge"
-    code, out, _ = _invoke("plexus", "predict", CARD, "--text", "hi", "--model", RULES, "--format", "json")
+    code, out, err = _invoke("plexus", "predict", CARD, "--text", "hi", "--model", RULES, "--format", "json")
+    assert code == 1 and "1 score(s) ended in ERROR: Breaks Character" in err  # an ERROR is no prediction
     scores = json.loads(out)["scores"]
     assert scores["Breaks Character"]["value"] == "ERROR" and scores["Violated Trait"]["value"] == "SKIPPED"
     assert "template error" in scores["Breaks Character"]["error"] and "agent" in scores["Breaks Character"]["error"]
