@@ -208,8 +208,12 @@ def evaluate(
     if settings.database_url:
         run(_record(result, settings.database_url))
     typer.echo(render_report(result, output_format))
-    compared = sum(m["compared"] for m in result.summary["scores"].values())
-    if compared == 0:  # every item errored, was skipped or unlabelled: no agreement was measured
+    _exit_when_nothing_compared(result)
+
+
+def _exit_when_nothing_compared(result: FormatRun) -> None:
+    """Exit 1 when every item errored, was skipped or unlabelled: no agreement was measured."""
+    if sum(m["compared"] for m in result.summary["scores"].values()) == 0:
         typer.echo("drift: no item was compared with its label: nothing was measured", err=True)
         raise typer.Exit(1)
 
