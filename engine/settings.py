@@ -58,7 +58,7 @@ COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
 #: bounds of DRIFT_AGENT_IDLE_TTL_S and DRIFT_PENDING_TTL_S (one second to one year)
 MIN_TTL_S, MAX_TTL_S = 1.0, 365 * 86_400.0
 #: settings that are secrets: never printed, masked by :meth:`Settings.public`
-SECRET_FIELDS = frozenset({"kafka_sasl_password", "anthropic_api_key", "view_token"})
+SECRET_FIELDS = frozenset({"kafka_sasl_password", "anthropic_api_key", "view_token", "alert_webhook_url"})
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,14 @@ class Settings:
     kafka_compression: str = "none"  # codec of the client SDK's producer (the worker decodes every codec)
     anthropic_api_key: str | None = field(default=None, repr=False)
     view_token: str | None = field(default=None, repr=False)  # drift view beyond loopback needs it
+    # The drift monitor (engine.monitor, streams.services.monitor): beside the verdict path.
+    monitor_reference_n: int = 50  # a stream without a baseline takes its first N observations as reference
+    monitor_guard_s: float = 3600.0  # attribution's guard window (seconds)
+    monitor_cast_share: float = 0.5  # this share of a dimension's monitored agents alerting at once: the judge
+    monitor_anchors: str = ""  # anchor set: a label file (drift eval calibrate's JSONL); empty: committed messages
+    monitor_anchor_share: float = 0.02  # the anchors' share of judge calls (at most)
+    monitor_anchor_interval_s: float = 60.0  # at most one anchor re-score per interval per worker
+    alert_webhook_url: str | None = field(default=None, repr=False)  # JSON POST per alert; never logged
 
     def __post_init__(self) -> None:
         for name in ("agent_idle_ttl_s", "pending_ttl_s"):
@@ -124,6 +132,7 @@ class Settings:
             raise ConfigurationError(
                 f"DRIFT_EVAL_JUDGE_SHARE must be between 0 and 1 (exclusive), not {self.eval_judge_share!r}"
             )
+        _check_monitor(self)
         if self.kafka_sasl_mechanism is not None and self.kafka_sasl_mechanism not in SASL_MECHANISMS:
             raise ConfigurationError(
                 f"DRIFT_KAFKA_SASL_MECHANISM must be one of {', '.join(SASL_MECHANISMS)}, "
@@ -176,6 +185,20 @@ class Settings:
         if self.judge:
             return self.judge
         return "anthropic" if self.anthropic_api_key else "offline"
+
+
+def _check_monitor(settings: Settings) -> None:
+    """The monitor's settings are bounded like the rest (one line naming the variable)."""
+    checks = {
+        "DRIFT_MONITOR_REFERENCE_N": (settings.monitor_reference_n, 1, 100_000),
+        "DRIFT_MONITOR_GUARD_S": (settings.monitor_guard_s, 1.0, MAX_TTL_S),
+        "DRIFT_MONITOR_CAST_SHARE": (settings.monitor_cast_share, 0.01, 1.0),
+        "DRIFT_MONITOR_ANCHOR_SHARE": (settings.monitor_anchor_share, 0.0, 0.5),
+        "DRIFT_MONITOR_ANCHOR_INTERVAL_S": (settings.monitor_anchor_interval_s, 0.1, MAX_TTL_S),
+    }
+    for name, (value, low, high) in checks.items():
+        if not low <= value <= high:  # also false for NaN
+            raise ConfigurationError(f"{name} must be between {low:g} and {high:g}, not {value!r}")
 
 
 def embedded_database_url(data_dir: Path) -> str:

@@ -39,6 +39,28 @@ class AttributionPolicy:
     min_cast: int = 3
 
 
+def cast_wide(policy: AttributionPolicy, window_agents: int, cast_size: int) -> bool:
+    """True when ``window_agents`` alerting agents are enough of a cast of ``cast_size`` to blame the judge."""
+    return cast_size >= policy.min_cast and window_agents >= policy.cast_share * cast_size
+
+
+def cause_of(
+    policy: AttributionPolicy,
+    at: float,
+    anchors_configured: bool,
+    anchor_at: float | None,
+    window_agents: int,
+    cast_size: int,
+) -> Cause:
+    """An agent alert's cause at time ``at``: the anchor detector's last alarm (``anchor_at``), the number of
+    agents alerting on the dimension within the guard window (this one included) and the monitored cast."""
+    if anchor_at is not None and 0 <= at - anchor_at <= policy.guard_s:
+        return Cause.JUDGE
+    if cast_wide(policy, window_agents, cast_size):
+        return Cause.JUDGE
+    return Cause.AGENT if anchors_configured else Cause.UNKNOWN
+
+
 @dataclass(slots=True)
 class _Recent:
     at: float
@@ -61,15 +83,9 @@ class Attributor:
     ) -> tuple[Cause, list[str]]:
         """The new alert's cause, and the ids of earlier alerts in the window now revised to ``judge``."""
         recent = self._window(dimension, at)
-        anchor_at = self._anchor_at.get(dimension)
-        cause = Cause.AGENT if self.anchors_configured else Cause.UNKNOWN
-        if anchor_at is not None and at - anchor_at <= self.policy.guard_s:
-            cause = Cause.JUDGE
-        revised: list[str] = []
-        agents = {r.agent_id for r in recent} | {agent_id}
-        if cast_size >= self.policy.min_cast and len(agents) >= self.policy.cast_share * cast_size:
-            cause = Cause.JUDGE
-            revised = self._revise(recent)
+        agents = len({r.agent_id for r in recent} | {agent_id})
+        cause = cause_of(self.policy, at, self.anchors_configured, self._anchor_at.get(dimension), agents, cast_size)
+        revised = self._revise(recent) if cause is Cause.JUDGE and cast_wide(self.policy, agents, cast_size) else []
         recent.append(_Recent(at, alert_id, agent_id, cause))
         return cause, revised
 

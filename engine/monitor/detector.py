@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from engine.errors import ConfigurationError
 
@@ -91,7 +92,7 @@ class DetectorState:
         return hi + math.log1p(math.exp(lo - hi)) - math.log(2.0)
 
     @property
-    def direction(self) -> str:
+    def direction(self) -> Literal["drop", "rise"]:
         """``drop`` or ``rise``: the side whose wealth is larger."""
         return "drop" if self.log_drop >= self.log_rise else "rise"
 

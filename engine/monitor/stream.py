@@ -13,11 +13,14 @@ frozen anchor set: observations are judge score minus the anchor's reference sco
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
+from typing import Any
 
 from engine.errors import ConfigurationError
 from engine.monitor.detector import DetectorSpec, DetectorState, alerted, update
+
+_RECENT_WEIGHT = 0.05
 
 
 class Source(StrEnum):
@@ -59,6 +62,7 @@ class StreamState:
     detector: DetectorState = field(default_factory=DetectorState)
     open_alert: str | None = None
     observations: int = 0
+    recent: float | None = None  # exponentially weighted mean of the observations since the reference (w = 0.05)
 
     @staticmethod
     def start(policy: StreamPolicy) -> StreamState:
@@ -83,7 +87,8 @@ def observe(policy: StreamPolicy, state: StreamState, score: float) -> Observed:
     spec = policy.spec(state.reference)
     detector = update(spec, state.detector, score)
     fired = state.open_alert is None and alerted(spec, detector)
-    kept = StreamState(state.reference, state.warmup_n, state.warmup_sum, detector, state.open_alert, seen)
+    recent = score if state.recent is None else state.recent + _RECENT_WEIGHT * (score - state.recent)
+    kept = StreamState(state.reference, state.warmup_n, state.warmup_sum, detector, state.open_alert, seen, recent)
     return Observed(kept, fired)
 
 
@@ -95,3 +100,17 @@ def opened(state: StreamState, alert_id: str) -> StreamState:
 def acknowledged(state: StreamState) -> StreamState:
     """Re-reference after an acknowledgement: the next observations set a new reference, a fresh detector."""
     return StreamState(observations=state.observations)
+
+
+def to_json(state: StreamState) -> dict[str, Any]:
+    """The state as a JSON object (the ``monitor_streams.state`` column)."""
+    return asdict(state)
+
+
+def from_json(data: dict[str, Any]) -> StreamState:
+    """The state stored by :func:`to_json` (unknown keys of a newer version are ignored)."""
+    known = {f.name for f in fields(StreamState)}
+    values = {k: v for k, v in data.items() if k in known}
+    d = data["detector"]
+    values["detector"] = DetectorState(int(d["n"]), *(float(d[f.name]) for f in fields(DetectorState)[1:]))
+    return StreamState(**values)

@@ -29,21 +29,49 @@ from streams.runtime.faust_app import DriftApp, faust_app, raw_topic
 from streams.runtime.history import HistoryFeed, HistoryView
 from streams.runtime.output import Output
 from streams.runtime.tables import DirectTable
+from streams.services.alerting import AlertCounts, MonitorPolicies, Webhook
+from streams.services.anchors import AnchorService, check_anchor_file
 from streams.services.configs import ConfigCache
 from streams.services.context import DeadLetters, WorkerStore
 from streams.services.evaluations import EvaluationService
 from streams.services.eviction import Evictor, install_eviction
-from streams.services.gate import GateDeps
+from streams.services.gate import GateDeps, Sender
+from streams.services.monitor import MonitorService, keep_running, run_monitor
 from streams.services.sinks import run_sinks
 from streams.services.stats import GateStats, TimedJudge
 from streams.services.steps import CustomInterventions, StepProcessor, StepService, load_custom
-from streams.wire.payloads import AgentConfigChange, decode
+from streams.wire.payloads import AgentConfigChange, Alert, decode
 from streams.wire.topics import Topics
 from streams.worker.lanes import COUNT_FLUSH_S, GateLane, StateLane, bind_record
 from streams.worker.metrics import CONTENT_TYPE, exposition, metrics_registry
 from streams.worker.restoring import restore_plan
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Monitoring:
+    """The drift monitor beside the verdict path: its consumer, the anchors, the alert counts, the webhook."""
+
+    service: MonitorService
+    anchors: AnchorService
+    counts: AlertCounts
+    webhook: Webhook | None
+
+
+def _monitoring(settings: Settings, store: WorkerStore, configs: ConfigCache, judge: Judge, send: Sender,
+                stats: GateStats, judge_name: str) -> Monitoring:  # fmt: skip
+    counts = AlertCounts()
+    webhook = Webhook(settings.alert_webhook_url, counts) if settings.alert_webhook_url else None
+
+    def on_alert(alert: Alert) -> None:
+        counts.count(alert)
+        if webhook is not None:
+            webhook.offer(alert)
+
+    policies = MonitorPolicies(settings, configs, judge_name)
+    service = MonitorService(settings, store, policies, send, on_alert)
+    return Monitoring(service, AnchorService(settings, store, judge, service, stats), counts, webhook)
 
 
 @dataclass(frozen=True)
@@ -62,6 +90,7 @@ class Worker:
     gate_lane: GateLane
     state_lane: StateLane
     evictor: Evictor
+    monitor: Monitoring
 
 
 def check_worker_settings(settings: Settings) -> None:
@@ -77,6 +106,7 @@ def check_worker_settings(settings: Settings) -> None:
             raise ConfigurationError(f"{name} must be greater than 0 in a worker, got {value}")
     if not settings.topic_prefix:
         raise ConfigurationError("DRIFT_TOPIC_PREFIX must not be empty in a worker")
+    check_anchor_file(settings)
 
 
 class AppConsumer:
@@ -109,17 +139,16 @@ def build_app(
     restore = restore_plan(settings, store, partitions)  # table restores bounded by live state
     app = faust_app(settings, partitions, closing=output, skipped=letters.batch, restore=restore)
     tables = _tables(app, settings, partitions, output)
-    feed = HistoryFeed(settings, HistoryView(max_age_s=settings.agent_idle_ttl_s))  # older: evicted anyway
+    feed = HistoryFeed(settings, HistoryView(max_age_s=settings.agent_idle_ttl_s))  # older evicted anyway
     configs = ConfigCache(store, wait_for_store=True)  # loaded by store.open
     budget, timed = JudgeBudget(settings.judge_concurrency, settings.eval_judge_share), TimedJudge(judge, stats)
-    online = budget.judge(timed, GATE_LANE, settings.judge_deadline_s)
+    online, offline = (budget.judge(timed, lane, settings.judge_deadline_s) for lane in (GATE_LANE, EVAL_LANE))
     library = PropositionLibrary(settings.propositions_dir)
     gate = GateDeps(settings, online, library, configs, output.send, tables.recent, tables.pending, stats=stats,
                     view=feed.view, feed=feed, verdicts=tables.verdicts)  # fmt: skip
     processor = StepProcessor(settings, online, configs, library, feed.view, feed,
                               CustomInterventions(load_custom(settings.propositions_dir)), stats)  # fmt: skip
     steps = StepService(settings, processor, feed, output.send, letters.record)
-    offline = budget.judge(timed, EVAL_LANE, settings.judge_deadline_s)
     evaluations = EvaluationService(settings, offline, store, output.send, letters.record)
     consumer = AppConsumer(app)
     gate_lane = GateLane(gate, consumer, output.batch, letters.record)
@@ -128,8 +157,9 @@ def build_app(
                            threshold=settings.eval_threshold)  # fmt: skip
     owned = functools.partial(owned_partitions, app, topics.drafts)
     evictor = Evictor(settings, configs, feed.view, *tables[:3], gate_lane.dispatcher.busy, owned, stats)
+    monitor = _monitoring(settings, store, configs, offline, output.send, stats, judge.name)
     worker = Worker(settings, output, letters, store, configs, budget, gate, steps, evaluations, gate_lane,
-                    state_lane, evictor)  # fmt: skip
+                    state_lane, evictor, monitor)  # fmt: skip
     _install(app, worker, on_ready)
     return app, worker
 
@@ -166,7 +196,9 @@ def _install(app: DriftApp, worker: Worker, on_ready: Callable[[], None] | None)
     worker.evaluations.install(app)
     worker.steps.install(app)
     install_eviction(app, worker.settings, worker.evictor, worker.gate.flush_tables)  # idle agents leave memory
+    _install_monitor(app, worker.monitor, worker.store)
     _install_lifecycle(app, worker, on_ready)
+    _install_stats_pages(app, worker)
     _install_config_page(app, worker.configs)
 
 
@@ -213,6 +245,35 @@ def _install_sinks(app: DriftApp, settings: Settings, store: WorkerStore) -> Non
         await run_sinks(settings, store)
 
 
+def _install_monitor(app: DriftApp, monitoring: Monitoring, store: WorkerStore) -> None:
+    """The monitor's consumer, the anchors' re-scoring, the webhook and the open-alerts gauge: worker tasks
+    beside the verdict path (a failure is logged and the task restarts; the gate never waits for them)."""
+    jobs: list[Callable[[], Any]] = [functools.partial(run_monitor, monitoring.service), monitoring.anchors.run]
+    if monitoring.webhook is not None:
+        jobs.append(monitoring.webhook.run)
+    for job in jobs:
+        app.task(functools.partial(keep_running, job))
+
+    @app.timer(10.0)  # type: ignore[untyped-decorator]
+    async def open_alerts() -> None:
+        if store.ready.is_set():
+            monitoring.counts.open = await (await store()).open_alerts()
+
+
+def _install_stats_pages(app: DriftApp, worker: Worker) -> None:
+    @app.page("/stats")
+    async def stats_page(web: Any, request: Any) -> Any:
+        anchors = worker.monitor.anchors  # its calls and tokens also count in the judge's totals
+        return web.json({**worker.gate.stats.snapshot(), "anchor_calls": anchors.calls,
+                         "anchor_tokens": anchors.tokens, "judge": worker.gate.judge.name})  # fmt: skip
+
+    registry = metrics_registry(worker.gate.stats, worker.monitor.counts)
+
+    @app.page("/metrics")
+    async def metrics_page(web: Any, request: Any) -> Any:
+        return web.text(exposition(registry).decode(), content_type=CONTENT_TYPE)
+
+
 def _install_config_page(app: DriftApp, configs: ConfigCache) -> None:
     @app.page("/configs/{agent_id}")
     async def config_page(web: Any, request: Any, agent_id: str) -> Any:
@@ -242,16 +303,6 @@ def _install_lifecycle(app: DriftApp, worker: Worker, on_ready: Callable[[], Non
         """200 once the worker gates (database up, configurations loaded); 503 with the reason before."""
         body = {"ready": store.waiting_for is None, "waiting_for": store.waiting_for}
         return web.json(body, status=200 if store.waiting_for is None else 503)
-
-    @app.page("/stats")
-    async def stats_page(web: Any, request: Any) -> Any:
-        return web.json({**worker.gate.stats.snapshot(), "judge": worker.gate.judge.name})  # it prices the tokens
-
-    registry = metrics_registry(worker.gate.stats)
-
-    @app.page("/metrics")
-    async def metrics_page(web: Any, request: Any) -> Any:
-        return web.text(exposition(registry).decode(), content_type=CONTENT_TYPE)
 
     async def announce(callback: Callable[[], None]) -> None:
         await store.ready.wait()

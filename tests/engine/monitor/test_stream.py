@@ -48,3 +48,16 @@ def test_bad_policies_are_refused() -> None:
         StreamPolicy(alpha=2.0)
     with pytest.raises(ConfigurationError, match="reference"):
         StreamPolicy(baseline=11.0)
+
+
+def test_the_state_survives_a_json_round_trip_exactly() -> None:
+    import math
+
+    import orjson
+
+    from engine.monitor.stream import from_json, to_json
+
+    policy = StreamPolicy(reference_n=3)
+    state, _ = _feed(policy, StreamState.start(policy), [8.0, 7.0, 9.0, 6.0, 5.0, 8.0])
+    back = from_json(orjson.loads(orjson.dumps(to_json(state))))
+    assert back == state and math.isclose(back.recent or 0, state.recent or 1)
