@@ -66,6 +66,7 @@ class Observation:
     topic: str
     partition: int
     offset: int
+    record: str = ""  # the applied record (draft:<id> / run:<id>): a redelivered copy is not observed again
 
     @property
     def key(self) -> StreamKey:
@@ -80,17 +81,18 @@ def observations(topic: str, partition: int, offset: int, value: bytes | None, l
             if entry.attempt_number != 1:
                 return []
             scores = {d: s.get("score") for d, s in entry.dimension_scores.items() if not s.get("error")}
-            agent, at, source = entry.agent_id, entry.created_at, Source.GATE
+            agent, at, source, record = entry.agent_id, entry.created_at, Source.GATE, f"draft:{entry.draft_id}"
         else:
             run = decode(EvaluationSummary, value)
             if run.status != "completed":
                 return []
             scores, agent, at, source = dict(run.dimensions), run.agent_id, run.completed_at, Source.EVALUATION
+            record = f"run:{run.evaluation_run_id}"
     except PayloadError as exc:  # the sinks dead-letter it; the monitor only skips it
         log.debug("monitor: skipped an unreadable record of %s: %s", topic, exc)
         return []
     return [
-        Observation(agent, d, source, float(s), at, topic, partition, offset)
+        Observation(agent, d, source, float(s), at, topic, partition, offset, record)
         for d, s in sorted(scores.items())
         if d in MONITORED and isinstance(s, int | float)
     ]
@@ -172,6 +174,9 @@ async def _unapplied(
             by_topic.setdefault(o.topic, set()).add(o.partition)
     stored = {(t, p): off for t, ps in by_topic.items() for p, off in (await batch.offsets(t, ps)).items()}
     fresh = [o for o in found if not o.topic or o.offset >= stored.get((o.topic, o.partition), 0)]
+    new = await batch.first_sight(sorted({o.record for o in fresh if o.record}))
+    once: set[tuple[str, str]] = set()  # two copies of one record in one batch: the first counts
+    fresh = [o for o in fresh if not o.record or (o.record in new and not _again(once, (o.record, o.dimension)))]
     after: dict[tuple[str, int], int] = {}
     for o in found:
         if not o.topic:
@@ -179,6 +184,13 @@ async def _unapplied(
         where = (o.topic, o.partition)
         after[where] = max(after.get(where, stored.get(where, 0)), o.offset + 1)
     return fresh, after
+
+
+def _again(seen: set[tuple[str, str]], key: tuple[str, str]) -> bool:
+    if key in seen:
+        return True
+    seen.add(key)
+    return False
 
 
 def _loaded(stored: Any, policy: StreamPolicy) -> StreamState:

@@ -51,6 +51,15 @@ class MonitorBatch:
         )
         return {row["partition"]: row["next_offset"] for row in rows}
 
+    async def first_sight(self, record_keys: Sequence[str]) -> set[str]:
+        """The keys among ``record_keys`` never applied before (now recorded as applied)."""
+        rows = await self.conn.fetch(
+            "INSERT INTO monitor_seen (record_key) SELECT DISTINCT unnest($1::text[]) ON CONFLICT DO NOTHING "
+            "RETURNING record_key",
+            list(record_keys),
+        )
+        return {r["record_key"] for r in rows}
+
     async def streams(self, keys: Sequence[StreamKey]) -> dict[StreamKey, StoredStream]:
         """The stored streams of ``keys`` (locked), each with its open alert's acknowledgement."""
         rows = await self.conn.fetch(
@@ -153,6 +162,11 @@ class MonitorQueries:
             alert_id,
         )
         return None if row is None else dict(row)
+
+    async def prune_monitor_seen(self, older_than_s: float = 86_400.0) -> None:
+        await self.pool.execute(
+            "DELETE FROM monitor_seen WHERE seen_at < now() - make_interval(secs => $1)", older_than_s
+        )
 
     async def open_alerts(self) -> int:
         return int(await self.pool.fetchval("SELECT count(*) FROM alerts WHERE acknowledged_at IS NULL") or 0)

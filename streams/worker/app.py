@@ -258,6 +258,7 @@ def _install_monitor(app: DriftApp, monitoring: Monitoring, store: WorkerStore) 
     async def open_alerts() -> None:
         if store.ready.is_set():
             monitoring.counts.open = await (await store()).open_alerts()
+            await (await store()).prune_monitor_seen()
 
 
 def _install_stats_pages(app: DriftApp, worker: Worker) -> None:

@@ -26,6 +26,14 @@ CREATE TABLE IF NOT EXISTS monitor_offsets (
     PRIMARY KEY (consumer_group, topic, partition)
 );
 
+-- Records the monitor has applied (a draft's first attempt, an evaluation run), so a redelivered record is not
+-- observed twice; rows older than a day are pruned (redeliveries come within minutes).
+CREATE TABLE IF NOT EXISTS monitor_seen (
+    record_key text        PRIMARY KEY,
+    seen_at    timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS monitor_seen_at ON monitor_seen (seen_at);
+
 CREATE TABLE IF NOT EXISTS alerts (
     id              text        PRIMARY KEY,
     agent_id        text        NOT NULL,
