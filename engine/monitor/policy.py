@@ -40,6 +40,7 @@ def anchor_policy(alpha: float, min_shift: float) -> StreamPolicy:
     return StreamPolicy(alpha, min_shift, 0, 0.0, -9.0, 9.0)
 
 
-def alert_id(agent_id: str, dimension: str, source: Source, observation: int) -> str:
-    """A deterministic id: a redelivered observation raises the same alert, which the sinks then ignore."""
-    return str(uuid.uuid5(_ALERTS, f"{agent_id}\x1f{dimension}\x1f{source.value}\x1f{observation}"))
+def alert_id(scope: str, agent_id: str, dimension: str, source: Source, observation: int) -> str:
+    """A deterministic id: a redelivered observation raises the same alert, which the alert table then keeps
+    once. ``scope`` is the monitor's consumer group (one per topic prefix)."""
+    return str(uuid.uuid5(_ALERTS, f"{scope}\x1f{agent_id}\x1f{dimension}\x1f{source.value}\x1f{observation}"))

@@ -156,7 +156,7 @@ class MonitorService:
         cause = cause_of(self.attribution, o.at.timestamp(), anchors, anchor_s, agents, max(cast, agents))
         if o.source is Source.ANCHOR:  # the judge moved on items that did not
             cause = Cause.JUDGE
-        alert = build_alert(o, policy, seen.state, cause)
+        alert = build_alert(self.group, o, policy, seen.state, cause)
         if cause is Cause.JUDGE:
             alerts.extend(revised_alert(r) for r in await batch.revise(o.dimension, since))
         await batch.write({}, {}, [_row(alert)])
@@ -202,10 +202,10 @@ def _loaded(stored: Any, policy: StreamPolicy) -> StreamState:
     return state
 
 
-def build_alert(o: Observation, policy: StreamPolicy, state: StreamState, cause: Cause) -> Alert:
+def build_alert(scope: str, o: Observation, policy: StreamPolicy, state: StreamState, cause: Cause) -> Alert:
     assert state.reference is not None
     return Alert(
-        alert_id=alert_id(o.agent_id, o.dimension, o.source, state.observations),
+        alert_id=alert_id(scope, o.agent_id, o.dimension, o.source, state.observations),
         agent_id=o.agent_id,
         dimension=o.dimension,
         source=o.source.value,

@@ -64,12 +64,13 @@ class MonitorBatch:
         """The stored streams of ``keys`` (locked), each with its open alert's acknowledgement."""
         rows = await self.conn.fetch(
             "SELECT s.agent_id, s.dimension, s.source, s.state, a.acknowledged_at IS NOT NULL AS acknowledged "
-            "FROM monitor_streams s LEFT JOIN alerts a ON a.id = s.state->>'open_alert' "
-            "WHERE (s.agent_id, s.dimension, s.source) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[])) "
+            "FROM monitor_streams s LEFT JOIN alerts a ON a.id = s.state->>'open_alert' WHERE s.scope = $4 "
+            "AND (s.agent_id, s.dimension, s.source) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[])) "
             "ORDER BY s.agent_id, s.dimension, s.source FOR UPDATE OF s",
             [k[0] for k in keys],
             [k[1] for k in keys],
             [k[2] for k in keys],
+            self.group,
         )
         return {(r["agent_id"], r["dimension"], r["source"]): StoredStream(r["state"], r["acknowledged"]) for r in rows}
 
@@ -79,14 +80,15 @@ class MonitorBatch:
         """The anchor detector's last alarm on ``dimension``, the agents alerting on it since ``since`` with
         ``agent_id`` counted in, the monitored cast of the dimension, and whether any anchor is configured."""
         row = await self.conn.fetchrow(
-            "SELECT (SELECT max(created_at) FROM alerts WHERE dimension = $1 AND source = 'anchor') AS anchor_at, "
-            "(SELECT count(DISTINCT agent_id) + 1 FROM alerts WHERE dimension = $1 AND source <> 'anchor' "
-            " AND created_at >= $2 AND agent_id <> $3) AS window_agents, "
-            "(SELECT count(DISTINCT agent_id) FROM monitor_streams WHERE dimension = $1 AND source <> 'anchor') "
-            " AS cast_size, EXISTS (SELECT 1 FROM monitor_anchors) AS anchors",
+            "SELECT (SELECT max(created_at) FROM alerts WHERE scope = $4 AND dimension = $1 AND source = 'anchor') "
+            " AS anchor_at, (SELECT count(DISTINCT agent_id) + 1 FROM alerts WHERE scope = $4 AND dimension = $1 "
+            " AND source <> 'anchor' AND created_at >= $2 AND agent_id <> $3) AS window_agents, "
+            "(SELECT count(DISTINCT agent_id) FROM monitor_streams WHERE scope = $4 AND dimension = $1 "
+            " AND source <> 'anchor') AS cast_size, EXISTS (SELECT 1 FROM monitor_anchors) AS anchors",
             dimension,
             since,
             agent_id,
+            self.group,
         )
         assert row is not None
         return row["anchor_at"], row["window_agents"], row["cast_size"], row["anchors"]
@@ -94,10 +96,11 @@ class MonitorBatch:
     async def revise(self, dimension: str, since: datetime) -> list[dict[str, Any]]:
         """Every agent alert on ``dimension`` since ``since`` not yet the judge's becomes the judge's."""
         rows = await self.conn.fetch(
-            f"UPDATE alerts SET cause = 'judge' WHERE dimension = $1 AND source <> 'anchor' AND cause <> 'judge' "  # noqa: S608
-            f"AND created_at >= $2 RETURNING {_ALERT_COLUMNS}",
+            f"UPDATE alerts SET cause = 'judge' WHERE scope = $3 AND dimension = $1 AND source <> 'anchor' "  # noqa: S608
+            f"AND cause <> 'judge' AND created_at >= $2 RETURNING {_ALERT_COLUMNS}",
             dimension,
             since,
+            self.group,
         )
         return [dict(r) for r in rows]
 
@@ -107,9 +110,10 @@ class MonitorBatch:
         """Store the changed states, the consumed offsets and the new alerts (a known alert id is kept)."""
         if states:
             await self.conn.executemany(
-                "INSERT INTO monitor_streams (agent_id, dimension, source, state) VALUES ($1, $2, $3, $4) "
-                "ON CONFLICT (agent_id, dimension, source) DO UPDATE SET state = EXCLUDED.state, updated_at = now()",
-                [(*key, state) for key, state in states.items()],
+                "INSERT INTO monitor_streams (scope, agent_id, dimension, source, state) VALUES ($5, $1, $2, $3, $4) "
+                "ON CONFLICT (scope, agent_id, dimension, source) DO UPDATE SET state = EXCLUDED.state, "
+                "updated_at = now()",
+                [(*key, state, self.group) for key, state in states.items()],
             )
         if offsets:
             await self.conn.executemany(
@@ -119,9 +123,9 @@ class MonitorBatch:
             )
         if alerts:
             await self.conn.executemany(
-                f"INSERT INTO alerts ({_ALERT_COLUMNS}) VALUES "  # noqa: S608
-                "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULL) ON CONFLICT (id) DO NOTHING",
-                [tuple(a[c] for c in _ALERT_COLUMNS.split(", ")[:13]) for a in alerts],
+                f"INSERT INTO alerts (scope, {_ALERT_COLUMNS}) VALUES "  # noqa: S608
+                "($14, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULL) ON CONFLICT (id) DO NOTHING",
+                [(*(a[c] for c in _ALERT_COLUMNS.split(", ")[:13]), self.group) for a in alerts],
             )
 
 

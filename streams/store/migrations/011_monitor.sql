@@ -8,15 +8,17 @@ ALTER TABLE agent_evaluation_config
     ADD COLUMN IF NOT EXISTS monitor_reference text             NOT NULL DEFAULT 'baseline'
         CHECK (monitor_reference IN ('baseline', 'first-n'));
 
+-- scope: the monitor's consumer group (one per topic prefix), so prefixes sharing a database never mix.
 CREATE TABLE IF NOT EXISTS monitor_streams (
+    scope      text        NOT NULL,
     agent_id   text        NOT NULL,
     dimension  text        NOT NULL,
     source     text        NOT NULL CHECK (source IN ('gate', 'evaluation', 'anchor')),
     state      jsonb       NOT NULL,
     updated_at timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (agent_id, dimension, source)
+    PRIMARY KEY (scope, agent_id, dimension, source)
 );
-CREATE INDEX IF NOT EXISTS monitor_streams_dimension ON monitor_streams (dimension, source);
+CREATE INDEX IF NOT EXISTS monitor_streams_dimension ON monitor_streams (scope, dimension, source);
 
 CREATE TABLE IF NOT EXISTS monitor_offsets (
     consumer_group text   NOT NULL,
@@ -36,6 +38,7 @@ CREATE INDEX IF NOT EXISTS monitor_seen_at ON monitor_seen (seen_at);
 
 CREATE TABLE IF NOT EXISTS alerts (
     id              text        PRIMARY KEY,
+    scope           text        NOT NULL,
     agent_id        text        NOT NULL,
     dimension       text        NOT NULL,
     source          text        NOT NULL CHECK (source IN ('gate', 'evaluation', 'anchor')),
@@ -50,7 +53,7 @@ CREATE TABLE IF NOT EXISTS alerts (
     created_at      timestamptz NOT NULL DEFAULT now(),
     acknowledged_at timestamptz
 );
-CREATE INDEX IF NOT EXISTS alerts_dimension_created ON alerts (dimension, created_at);
+CREATE INDEX IF NOT EXISTS alerts_dimension_created ON alerts (scope, dimension, created_at);
 CREATE INDEX IF NOT EXISTS alerts_agent_created ON alerts (agent_id, created_at);
 
 CREATE TABLE IF NOT EXISTS monitor_anchors (
