@@ -114,3 +114,28 @@ def from_json(data: dict[str, Any]) -> StreamState:
     d = data["detector"]
     values["detector"] = DetectorState(int(d["n"]), *(float(d[f.name]) for f in fields(DetectorState)[1:]))
     return StreamState(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """A stream replayed from its scores: the reference, the evidence after each score (None while the
+    reference is being taken) and the observations (0-based) at which it alerted (re-referencing after each,
+    as an acknowledgement would)."""
+
+    reference: float | None
+    evidence: list[float | None]
+    alerts: list[int]
+    threshold: float
+
+
+def trace(policy: StreamPolicy, scores: list[float]) -> Trace:
+    """Replay ``scores`` through a fresh stream (what ``drift view`` draws beside the scores)."""
+    state, evidence, fired = StreamState.start(policy), [], []
+    for i, score in enumerate(scores):
+        seen = observe(policy, state, score)
+        state = seen.state
+        evidence.append(None if state.reference is None else state.detector.evidence)
+        if seen.fired:
+            fired.append(i)
+            state = opened(state, str(i))
+    return Trace(state.reference, evidence, fired, policy.spec(state.reference or 0.0).threshold)

@@ -108,7 +108,34 @@ async def test_an_agent_drift_is_the_agents_at_the_same_observation_across_a_wor
     assert found[0]["observation"] == expected_alert(scores, 10)
     on_topic = await read_topic_until(settings, settings.topic("alerts"), bool)
     assert on_topic[0]["alert_id"] == found[0]["id"] and on_topic[0]["cause"] == "agent"
+    await _view_marks_the_alert(settings, drifter, found[0])
     _cli_lists_and_acknowledges(settings, found[0]["id"])
+
+
+async def _view_marks_the_alert(settings: Settings, agent: str, alert: dict[str, Any]) -> None:
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from streams.view.live import LiveVerdicts
+    from streams.view.queries import ViewQueries
+    from streams.view.server import build_app
+
+    async with await Store.connect(settings.database()) as store:
+
+        async def stored() -> bool:  # the correction-log sink has written every first attempt
+            sql = "SELECT count(*) FROM correction_logs WHERE agent_id = $1 AND attempt_number = 1"
+            return int(await store.pool.fetchval(sql, agent)) >= int(alert["observation"])
+
+        assert await eventually(stored, 30)
+        client = TestClient(TestServer(build_app(settings, ViewQueries(store), LiveVerdicts(settings))))
+        await client.start_server()
+        try:
+            listed = await (await client.get("/api/alerts", params={"open": "1"})).json()
+            chart = await (await client.get(f"/api/agents/{agent}/monitor")).json()
+        finally:
+            await client.close()
+    assert [a["id"] for a in listed["alerts"]] == [alert["id"]]
+    adherence = chart["dimensions"]["adherence"]
+    assert adherence["reference"] == 8.0 and adherence["alerted_at"] == [alert["observation"] - 1]
 
 
 def _cli_lists_and_acknowledges(settings: Settings, alert: str) -> None:

@@ -61,3 +61,12 @@ def test_the_state_survives_a_json_round_trip_exactly() -> None:
     state, _ = _feed(policy, StreamState.start(policy), [8.0, 7.0, 9.0, 6.0, 5.0, 8.0])
     back = from_json(orjson.loads(orjson.dumps(to_json(state))))
     assert back == state and math.isclose(back.recent or 0, state.recent or 1)
+
+
+def test_a_trace_replays_the_evidence_and_marks_the_alert() -> None:
+    from engine.monitor.stream import trace
+
+    replayed = trace(StreamPolicy(reference_n=5), [8.0] * 5 + [2.0] * 60)
+    assert replayed.reference == 8.0
+    assert replayed.evidence[:5] == [None] * 4 + [0.0]  # the fifth score completes the reference
+    assert len(replayed.alerts) == 1 and (replayed.evidence[replayed.alerts[0]] or 0) >= replayed.threshold
