@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -190,6 +190,11 @@ class AgentConfig(BaseModel):
     variety_message_threshold: int = Field(7, ge=0, le=1000)
     repetition_suppression_enabled: bool = False
     repetition_threshold: float = Field(0.3, ge=0, le=1)
+    # The drift monitor (engine.monitor): beside the verdict path, on first-attempt gate scores and evaluations.
+    monitor_enabled: bool = True
+    monitor_alpha: float = Field(0.01, gt=0, le=0.5)
+    monitor_min_shift: float = Field(1.0, ge=0, le=8)
+    monitor_reference: Literal["baseline", "first-n"] = "baseline"
 
     def dimension_enabled(self, dimension: Dimension) -> bool:
         return bool(getattr(self, f"gate_{dimension.value}_enabled", False))

@@ -74,7 +74,7 @@ COMPRESSION_TYPES: tuple[str, ...] = get_args(Compression)
 #: bounds of DRIFT_AGENT_IDLE_TTL_S and DRIFT_PENDING_TTL_S (one second to one year)
 MIN_TTL_S, MAX_TTL_S = 1.0, 365 * 86_400.0
 #: settings that are secrets: never printed, masked by :meth:`Settings.public`
-SECRET_FIELDS = frozenset({"kafka_sasl_password", "anthropic_api_key", "view_token"})
+SECRET_FIELDS = frozenset({"kafka_sasl_password", "anthropic_api_key", "view_token", "alert_webhook_url"})
 #: the variable of a field that is not ``DRIFT_<FIELD>``
 OWN_VARIABLES = {"anthropic_api_key": "ANTHROPIC_API_KEY"}
 
@@ -220,6 +220,25 @@ class Settings(BaseSettings):
     view_token: SecretStr | None = None
     """`drift view` bound beyond 127.0.0.1 requires it (the browser presents it once at the login URL); never
     printed."""
+    monitor_reference_n: Annotated[int, Field(ge=1, le=100_000)] = 50
+    """Drift monitor: a stream without a usable golden baseline takes the mean of its first N observations as its
+    reference ([monitor](monitor.md))."""
+    monitor_guard_s: Annotated[float, Field(ge=1, le=MAX_TTL_S, allow_inf_nan=False)] = 3600.0
+    """Drift monitor: the guard window of attribution — an anchor alarm, or `DRIFT_MONITOR_CAST_SHARE` of a
+    dimension's agents alerting, within it makes an alert the judge's."""
+    monitor_cast_share: Annotated[float, Field(ge=0.01, le=1, allow_inf_nan=False)] = 0.5
+    """Drift monitor: the share of a dimension's monitored agents (at least 3) alerting within the guard window
+    that makes their alerts the judge's."""
+    monitor_anchors: str = ""
+    """Drift monitor: the anchor set, a label file in `drift eval calibrate`'s JSONL format; unset: 20 committed
+    messages per dimension, with the judge's first scores as their references."""
+    monitor_anchor_share: Annotated[float, Field(ge=0, le=0.5, allow_inf_nan=False)] = 0.02
+    """Drift monitor: at most this share of a worker's judge calls re-score anchors (0 turns the anchors off)."""
+    monitor_anchor_interval_s: Annotated[float, Field(ge=0.1, le=MAX_TTL_S, allow_inf_nan=False)] = 60.0
+    """Drift monitor: at most one anchor re-score per interval per worker."""
+    alert_webhook_url: SecretStr | None = None
+    """Drift monitor: a JSON POST per alert (Slack-compatible `text` field), 5 s timeout, 3 tries, off the gate's
+    path; never printed or logged."""
 
     @model_validator(mode="wrap")
     @classmethod

@@ -222,6 +222,24 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         lambda r: r["memory_wave2_vs_wave1"] <= 1.10,
     ),
     "memory_wave2_vs_wave1_no_eviction": ("the same with a worker that never evicts (TTLs of a year)", "—", None),
+    "monitor_false_alarm_share": (
+        "drift monitor: share of 1,000 drift-free judge-like streams (2,000 scores) that ever alert, α = 0.01",
+        "≤ 0.01",
+        lambda r: r["monitor_false_alarm_share"] <= 0.01,
+    ),
+    "monitor_false_alarm_autocorrelated": ("the same, AR(1) φ = 0.5 noise", "—", None),
+    "monitor_rolling_z_false_alarm_share": ("the same for a rolling z-test (window 50, |z| > 3)", "—", None),
+    "monitor_threshold_false_alarm_share": ("the same for a fixed rule (mean of last 20 > 1 under)", "—", None),
+    "monitor_detected_drop2": ("share of 2-point drops detected within 500 scores (min_shift 1)", "—", None),
+    "monitor_delay_drop2": ("their median delay (scores)", "—", None),
+    "monitor_judge_attribution": ("a judge shift attributed to the judge (share of runs)", "—", None),
+    "monitor_agent_attribution": ("one agent's drift attributed to the agent (share of runs)", "—", None),
+    "monitor_us_per_observation": (
+        "drift monitor: CPU µs per observation (best of 5 × 100,000)",
+        "≤ 20",
+        lambda r: r["monitor_us_per_observation"] <= 20,
+    ),
+    "monitor_bytes_per_stream": ("memory per stream state (bytes)", "—", None),
 }
 
 
@@ -265,7 +283,7 @@ def main() -> None:
     Faust and the Kafka clients pays for their larger heap in garbage collection (measured: ~60% slower)."""
     started = time.monotonic()
     for name in ("checks", "gate", "steps", "ready", "handover", "memory", "metareason", "plexus", "agentv",
-                 "simulate", "experiment", "adapters"):  # fmt: skip
+                 "simulate", "experiment", "adapters", "monitor"):  # fmt: skip
         print(f"== {name}", flush=True)
         subprocess.run([sys.executable, "-m", f"ops.bench.{name}", *EXTRA_ARGS.get(name, ())], check=True)
     results = json.loads(RESULTS_PATH.read_text(encoding="utf-8"))

@@ -39,6 +39,7 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("check", None, "app"),
     ("init", None, "app"),
     ("agents", "agents", "app"),
+    ("alerts", "alerts", "app"),
     ("experiment", "experiment", "app"),
     ("view", None, "app"),
     ("metareason", "metareason", "app"),

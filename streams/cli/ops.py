@@ -36,7 +36,7 @@ ReplayConfigOpt = Annotated[
 
 @app.command()
 def tail(
-    kind: Annotated[str, typer.Argument(help="verdicts | corrections | messages | directives | dlq")],
+    kind: Annotated[str, typer.Argument(help="verdicts | corrections | messages | directives | dlq | alerts")],
     agent: Annotated[str | None, typer.Option("--agent", help="Only records about this agent id.")] = None,
     from_beginning: Annotated[bool, typer.Option("--from-beginning", help="Start at the oldest record.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One raw JSON object per line (for piping).")] = False,

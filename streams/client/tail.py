@@ -21,7 +21,7 @@ from engine.display import score_text
 from engine.errors import ConfigurationError, PayloadError
 from engine.settings import Settings
 from streams.wire.kafka import consumer_kwargs, start_with_retry
-from streams.wire.payloads import CorrectionLog, DeadLetter, Directives, Message, ScoreOut, Verdict, decode
+from streams.wire.payloads import Alert, CorrectionLog, DeadLetter, Directives, Message, ScoreOut, Verdict, decode
 
 #: ``drift tail KIND``: the topic (without prefix) and the payload model of each kind.
 TAIL_KINDS: dict[str, tuple[str, type[BaseModel]]] = {
@@ -30,6 +30,7 @@ TAIL_KINDS: dict[str, tuple[str, type[BaseModel]]] = {
     "messages": ("messages", Message),
     "directives": ("directives", Directives),
     "dlq": ("dlq", DeadLetter),
+    "alerts": ("alerts", Alert),
 }
 PREVIEW_CHARS = 60
 DECISION_STYLE = {"commit": "green", "retry": "yellow", "reject": "bold red"}
@@ -216,6 +217,13 @@ def _dead_letter(line: Text, d: DeadLetter) -> None:
     line.append(d.error, style="red")
 
 
+def _alert(line: Text, a: Alert) -> None:
+    line.append("revised: " if a.revised else "alert ", style="bold red" if a.cause == "agent" else "bold yellow")
+    line.append(f"{a.dimension} ({a.source}) {a.direction} from {a.reference:.2f}")
+    line.append(f" cause {a.cause}", style="bold")
+    line.append(f"  evidence {a.evidence:.1f} at observation {a.observation}  id {a.alert_id}", style="dim")
+
+
 def render(record: TailRecord, agent: str | None = None) -> Text:
     """One coloured line: time, agent, then the kind-specific summary."""
     line = Text()
@@ -236,4 +244,6 @@ def render(record: TailRecord, agent: str | None = None) -> Text:
         _directives(line, payload, agent)
     elif isinstance(payload, DeadLetter):
         _dead_letter(line, payload)
+    elif isinstance(payload, Alert):
+        _alert(line, payload)
     return line

@@ -14,8 +14,10 @@ import orjson
 
 from engine.errors import ConfigurationError, ServiceError
 from engine.redaction import ENCODING_HINT, mask_text, mask_url, userinfo_needs_encoding
+from streams.store.anchors import AnchorQueries
 from streams.store.configuration import ConfigurationQueries
 from streams.store.messages import MessageQueries
+from streams.store.monitor import MonitorQueries
 from streams.store.restore import RestoreQueries
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -29,7 +31,7 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=_json, decoder=orjson.loads, schema="pg_catalog")
 
 
-class Store(ConfigurationQueries, MessageQueries, RestoreQueries):
+class Store(ConfigurationQueries, MessageQueries, RestoreQueries, MonitorQueries, AnchorQueries):
     """An asyncpg pool plus every query persona-drift runs (one mixin per concern)."""
 
     def __init__(self, pool: asyncpg.Pool) -> None:

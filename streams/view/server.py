@@ -24,6 +24,7 @@ from aiohttp_sse import EventSourceResponse, sse_response
 from engine.evaluation.baseline import load_baseline
 from engine.evaluation.regression import REGRESSION_DROP
 from engine.settings import Settings
+from streams.view import monitor
 from streams.view.live import LiveVerdicts
 from streams.view.queries import DEFAULT_LIMIT, MAX_LIMIT, Page, ViewQueries
 
@@ -225,4 +226,7 @@ def build_app(
     app.router.add_get("/api/runs/experiments", experiments)
     app.router.add_get("/api/experiments/{experiment_id}", experiment_json)
     app.router.add_get("/experiments/{experiment_id}", experiment_html)
+    app.router.add_get("/api/alerts", lambda r: monitor.alerts(r, queries))
+    app.router.add_get("/api/agents/{agent}/monitor",
+                       lambda r: monitor.agent_monitor(r, queries, settings.monitor_reference_n))  # fmt: skip
     return app

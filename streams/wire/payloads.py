@@ -269,6 +269,32 @@ class Directives(_Outbound):
     latency_ms: float = 0.0
 
 
+class Alert(_Outbound):
+    """``alerts`` (out): the drift monitor found a stream whose mean moved by more than ``min_shift`` from its
+    reference (anytime-valid at level ``alpha``), or revised an earlier alert's cause. Key: ``agent_id``."""
+
+    alert_id: str = Field(description="Deterministic: the same stream alerting at the same observation, same id")
+    agent_id: str = Field(description="The agent; '*anchors*' for the judge's anchor set")
+    dimension: str
+    source: Literal["gate", "evaluation", "anchor"] = Field(
+        description="gate: first-attempt gate scores; evaluation: evaluation runs; anchor: the judge re-scoring "
+        "the anchor set (judge minus reference)"
+    )
+    cause: Literal["agent", "judge", "unknown"] = Field(
+        description="judge: the anchor set moved, or enough of the cast alerted in one guard window; "
+        "unknown: no anchor set is configured"
+    )
+    direction: Literal["drop", "rise"]
+    reference: float = Field(description="The stream's reference mean")
+    recent_mean: float | None = Field(None, description="Mean of the observations since the reference was set")
+    evidence: float = Field(description="Log of the detector's wealth; alerts at log(1/alpha)")
+    alpha: float
+    min_shift: float
+    observation: int = Field(description="The stream's observation count at the alert")
+    revised: bool = Field(False, description="True when this record changes the cause of an earlier alert")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 def encode(model: BaseModel) -> bytes:
     return orjson.dumps(model.model_dump(mode="json"))
 
@@ -308,4 +334,5 @@ TOPIC_MODELS: dict[str, type[BaseModel]] = {
     "evaluations": EvaluationSummary,
     "steps": Step,
     "directives": Directives,
+    "alerts": Alert,
 }

@@ -18,6 +18,7 @@ TOPIC_NAMES: tuple[str, ...] = (
     "evaluations",
     "steps",
     "directives",
+    "alerts",
 )
 
 #: Faust tables of the gate app (their changelog topics are created up front too).

@@ -29,21 +29,50 @@ from streams.runtime.faust_app import DriftApp, faust_app, raw_topic
 from streams.runtime.history import HistoryFeed, HistoryView
 from streams.runtime.output import Output
 from streams.runtime.tables import DirectTable
+from streams.services.alerting import AlertCounts, MonitorPolicies, Webhook
+from streams.services.anchors import AnchorService, check_anchor_file
 from streams.services.configs import ConfigCache
 from streams.services.context import DeadLetters, WorkerStore
 from streams.services.evaluations import EvaluationService
 from streams.services.eviction import Evictor, install_eviction
-from streams.services.gate import GateDeps
+from streams.services.gate import GateDeps, Sender
+from streams.services.monitor import MonitorService, keep_running, run_monitor
 from streams.services.sinks import run_sinks
 from streams.services.stats import GateStats, RetryCounts, TimedJudge
 from streams.services.steps import CustomInterventions, StepProcessor, StepService, load_custom
-from streams.wire.payloads import AgentConfigChange, decode
+from streams.wire.payloads import AgentConfigChange, Alert, decode
 from streams.wire.topics import Topics
 from streams.worker.lanes import COUNT_FLUSH_S, GateLane, StateLane, bind_record
 from streams.worker.metrics import CONTENT_TYPE, exposition, metrics_registry
 from streams.worker.restoring import restore_plan
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Monitoring:
+    """The drift monitor beside the verdict path: its consumer, the anchors, the alert counts, the webhook."""
+
+    service: MonitorService
+    anchors: AnchorService
+    counts: AlertCounts
+    webhook: Webhook | None
+
+
+def _monitoring(settings: Settings, store: WorkerStore, configs: ConfigCache, judge: Judge, send: Sender,
+                stats: GateStats, judge_name: str) -> Monitoring:  # fmt: skip
+    counts = AlertCounts()
+    url = settings.alert_webhook_url
+    webhook = Webhook(url.get_secret_value(), counts) if url is not None else None
+
+    def on_alert(alert: Alert) -> None:
+        counts.count(alert)
+        if webhook is not None:
+            webhook.offer(alert)
+
+    policies = MonitorPolicies(settings, configs, judge_name)
+    service = MonitorService(settings, store, policies, send, on_alert)
+    return Monitoring(service, AnchorService(settings, store, judge, service, stats), counts, webhook)
 
 
 @dataclass(frozen=True)
@@ -62,12 +91,14 @@ class Worker:
     gate_lane: GateLane
     state_lane: StateLane
     evictor: Evictor
+    monitor: Monitoring
 
 
 def _one_settings_object(settings: object) -> None:
     """A worker takes one :class:`Settings` (whose values were bounded when it was built), never a default."""
     if not isinstance(settings, Settings):
         raise ConfigurationError(f"a worker is built from one Settings object, not {type(settings).__name__}")
+    check_anchor_file(settings)  # a bad anchor file: one line before anything starts
 
 
 class AppConsumer:
@@ -103,14 +134,13 @@ def build_app(
     feed = HistoryFeed(settings, HistoryView(max_age_s=settings.agent_idle_ttl_s), stats.retries)  # older: evicted
     configs = ConfigCache(store, wait_for_store=True)  # loaded by store.open
     budget, timed = JudgeBudget(settings.judge_concurrency, settings.eval_judge_share), TimedJudge(judge, stats)
-    online = budget.judge(timed, GATE_LANE, settings.judge_deadline_s)
+    online, offline = (budget.judge(timed, lane, settings.judge_deadline_s) for lane in (GATE_LANE, EVAL_LANE))
     library = PropositionLibrary(settings.propositions_dir)
     gate = GateDeps(settings, online, library, configs, output.send, tables.recent, tables.pending, stats=stats,
                     view=feed.view, feed=feed, verdicts=tables.verdicts)  # fmt: skip
     processor = StepProcessor(settings, online, configs, library, feed.view, feed,
                               CustomInterventions(load_custom(settings.propositions_dir)), stats)  # fmt: skip
     steps = StepService(settings, processor, feed, output.send, letters.record)
-    offline = budget.judge(timed, EVAL_LANE, settings.judge_deadline_s)
     evaluations = EvaluationService(settings, offline, store, output.send, letters.record)
     consumer = AppConsumer(app)
     gate_lane = GateLane(gate, consumer, output.batch, letters.record)
@@ -119,8 +149,9 @@ def build_app(
                            threshold=settings.eval_threshold)  # fmt: skip
     owned = functools.partial(owned_partitions, app, topics.drafts)
     evictor = Evictor(settings, configs, feed.view, *tables[:3], gate_lane.dispatcher.busy, owned, stats)
+    monitor = _monitoring(settings, store, configs, offline, output.send, stats, judge.name)
     worker = Worker(settings, output, letters, store, configs, budget, gate, steps, evaluations, gate_lane,
-                    state_lane, evictor)  # fmt: skip
+                    state_lane, evictor, monitor)  # fmt: skip
     _install(app, worker, on_ready)
     return app, worker
 
@@ -157,7 +188,9 @@ def _install(app: DriftApp, worker: Worker, on_ready: Callable[[], None] | None)
     worker.evaluations.install(app)
     worker.steps.install(app)
     install_eviction(app, worker.settings, worker.evictor, worker.gate.flush_tables)  # idle agents leave memory
+    _install_monitor(app, worker.monitor, worker.store)
     _install_lifecycle(app, worker, on_ready)
+    _install_stats_pages(app, worker)
     _install_config_page(app, worker.configs)
     _install_partitions_page(app, Topics(worker.settings.topic_prefix).drafts)
 
@@ -205,6 +238,36 @@ def _install_sinks(app: DriftApp, settings: Settings, store: WorkerStore, retrie
         await run_sinks(settings, store, on_retry=retries)
 
 
+def _install_monitor(app: DriftApp, monitoring: Monitoring, store: WorkerStore) -> None:
+    """The monitor's consumer, the anchors' re-scoring, the webhook and the open-alerts gauge: worker tasks
+    beside the verdict path (a failure is logged and the task restarts; the gate never waits for them)."""
+    jobs: list[Callable[[], Any]] = [functools.partial(run_monitor, monitoring.service), monitoring.anchors.run]
+    if monitoring.webhook is not None:
+        jobs.append(monitoring.webhook.run)
+    for job in jobs:
+        app.task(functools.partial(keep_running, job))
+
+    @app.timer(10.0)  # type: ignore[untyped-decorator]
+    async def open_alerts() -> None:
+        if store.ready.is_set():
+            monitoring.counts.open = await (await store()).open_alerts()
+            await (await store()).prune_monitor_seen()
+
+
+def _install_stats_pages(app: DriftApp, worker: Worker) -> None:
+    @app.page("/stats")
+    async def stats_page(web: Any, request: Any) -> Any:
+        anchors = worker.monitor.anchors  # its calls and tokens also count in the judge's totals
+        return web.json({**worker.gate.stats.snapshot(), "anchor_calls": anchors.calls,
+                         "anchor_tokens": anchors.tokens, "judge": worker.gate.judge.name})  # fmt: skip
+
+    registry = metrics_registry(worker.gate.stats, worker.monitor.counts)
+
+    @app.page("/metrics")
+    async def metrics_page(web: Any, request: Any) -> Any:
+        return web.text(exposition(registry).decode(), content_type=CONTENT_TYPE)
+
+
 def _install_config_page(app: DriftApp, configs: ConfigCache) -> None:
     @app.page("/configs/{agent_id}")
     async def config_page(web: Any, request: Any, agent_id: str) -> Any:
@@ -242,16 +305,6 @@ def _install_lifecycle(app: DriftApp, worker: Worker, on_ready: Callable[[], Non
         """200 once the worker gates; 503 with the reason before (streams.runtime.readiness, the store)."""
         waiting = app.readiness.waiting_for(app) or store.waiting_for
         return web.json({"ready": waiting is None, "waiting_for": waiting}, status=200 if waiting is None else 503)
-
-    @app.page("/stats")
-    async def stats_page(web: Any, request: Any) -> Any:
-        return web.json({**worker.gate.stats.snapshot(), "judge": worker.gate.judge.name})  # it prices the tokens
-
-    registry = metrics_registry(worker.gate.stats)
-
-    @app.page("/metrics")
-    async def metrics_page(web: Any, request: Any) -> Any:
-        return web.text(exposition(registry).decode(), content_type=CONTENT_TYPE)
 
     async def announce(callback: Callable[[], None]) -> None:
         await store.ready.wait()

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from streams.services.alerting import AlertCounts
 from streams.services.stats import GateStats
 
 CONTENT_TYPE = "text/plain; version=0.0.4"  # aiohttp adds the charset; it refuses one here
@@ -80,10 +81,28 @@ class GateStatsCollector(Collector):
                      label="sink", by=state.get("sink_lag_records") or {})  # fmt: skip
 
 
-def metrics_registry(stats: GateStats) -> CollectorRegistry:
-    """A registry with the statistics of one worker and its two latency histograms."""
+class AlertCollector(Collector):
+    """The drift monitor's alerts: raised by (dimension, cause), and open (all workers, from the database)."""
+
+    def __init__(self, counts: AlertCounts) -> None:
+        self.counts = counts
+
+    def collect(self) -> Iterator[Metric]:
+        raised = CounterMetricFamily("drift_alerts", "Drift-monitor alerts raised by this worker.",
+                                     labels=["dimension", "cause"])  # fmt: skip
+        for (dimension, cause), n in sorted(self.counts.raised.items()):
+            raised.add_metric([dimension, cause], float(n))
+        yield raised
+        yield _gauge("open_alerts", "Drift-monitor alerts not yet acknowledged (every worker's).", self.counts.open)
+        yield _counter("alert_webhook_dropped", "Alerts the webhook's full queue dropped.", self.counts.webhook_dropped)
+
+
+def metrics_registry(stats: GateStats, alerts: AlertCounts | None = None) -> CollectorRegistry:
+    """A registry with the statistics of one worker, its two latency histograms and the monitor's alerts."""
     registry = CollectorRegistry(auto_describe=True)
     registry.register(GateStatsCollector(stats))
+    if alerts is not None:
+        registry.register(AlertCollector(alerts))
     registry.register(stats.verdict_latency)
     registry.register(stats.judge_latency)
     registry.register(stats.retries.counter)

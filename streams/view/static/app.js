@@ -70,6 +70,7 @@ function startLive(filters) {
   filters = filters || liveFilters();
   $("filter-agent").value = filters.agent; $("filter-run").value = filters.run; $("filter-outcome").value = filters.outcome;
   liveKey = JSON.stringify(filters);
+  loadOpenAlerts().catch((error) => status(String(error)));
   $("live-table").querySelector("tbody").replaceChildren();
   verdicts.clear();
   source = new EventSource(`/api/live?${new URLSearchParams(filters)}`);
@@ -169,6 +170,7 @@ async function showAgent(agent) {
   $("agent-chart-command").textContent = `drift eval request ${agent} --wait`;
   $("agent-chart-empty").classList.toggle("hidden", runs.length > 0);
   $("agent-chart").replaceChildren(runs.length ? chart(runs, data.baseline) : "");
+  showMonitor(agent).catch((error) => status(String(error)));
 }
 
 function chart(runs, baseline) {
@@ -263,6 +265,64 @@ async function showFormatRun(runId) {
     table.append(row);
   }
   panel.append(table);
+}
+
+// -- drift monitor ------------------------------------------------------------------------------------
+function alertLine(a) {
+  const mean = a.recent_mean === null || a.recent_mean === undefined ? "" : ` to ~${fmt(a.recent_mean)}`;
+  return `${a.agent_id} — ${a.dimension} (${a.source}) ${a.direction} from ${fmt(a.reference)}${mean}; cause ${a.cause}; ${when(a.created_at)}`;
+}
+
+async function loadOpenAlerts() {
+  const box = $("live-alerts");
+  const { alerts } = await api("/api/alerts?open=1");
+  box.replaceChildren();
+  box.classList.toggle("hidden", alerts.length === 0);
+  if (!alerts.length) return;
+  box.append(el("h3", `${alerts.length} open drift alert${alerts.length > 1 ? "s" : ""} (drift alerts ack ID)`));
+  const list = el("ul");
+  for (const a of alerts) {
+    const item = el("li", alertLine(a), `cause-${a.cause}`);
+    item.title = a.id;
+    item.addEventListener("click", () => go(`#/agents/${encodeURIComponent(a.agent_id)}`));
+    list.append(item);
+  }
+  box.append(list);
+}
+
+async function showMonitor(agent) {
+  const panel = $("agent-monitor");
+  const data = await api(`/api/agents/${encodeURIComponent(agent)}/monitor`);
+  panel.replaceChildren(el("h3", "Drift monitor"), el("p",
+    "First-attempt gate scores (dots), the stream's reference (dashed), the detector's evidence (line, right " +
+    "axis up to its alert level log(1/α)) and where it alerted (red).", "muted"));
+  const dims = Object.entries(data.dimensions);
+  if (!dims.length) panel.append(el("p", "No first-attempt gate scores for this agent yet.", "empty"));
+  for (const [dim, d] of dims) panel.append(el("h4", dim), monitorChart(d));
+  for (const a of data.alerts) panel.append(el("p", `${a.acknowledged_at ? "acknowledged" : "open"}: ${alertLine(a)}`, `cause-${a.cause}`));
+}
+
+function monitorChart(d) {
+  const ns = "http://www.w3.org/2000/svg", W = 760, H = 200, P = 36, n = d.scores.length;
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("width", W); svg.setAttribute("height", H);
+  const x = (i) => P + (n <= 1 ? (W - 2 * P) / 2 : (i * (W - 2 * P)) / (n - 1));
+  const y = (v) => H - P - (v / 9) * (H - 2 * P);
+  const top = Math.max(d.threshold * 1.2, ...d.evidence.filter((e) => e !== null));
+  const ye = (e) => H - P - (Math.max(e, 0) / top) * (H - 2 * P);
+  const add = (tag, attrs) => {
+    const node = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+    svg.append(node);
+    return node;
+  };
+  d.scores.forEach((s, i) => add("circle", { cx: x(i), cy: y(s), r: 2, fill: "#0969da", class: "score" }));
+  if (d.reference !== null) add("line", { x1: P, x2: W - P, y1: y(d.reference), y2: y(d.reference), stroke: "#0969da", "stroke-dasharray": "5 4", class: "reference" });
+  add("line", { x1: P, x2: W - P, y1: ye(d.threshold), y2: ye(d.threshold), stroke: "#cf222e", "stroke-dasharray": "2 3" });
+  const pts = d.evidence.map((e, i) => [i, e]).filter(([, e]) => e !== null);
+  add("polyline", { points: pts.map(([i, e]) => `${x(i)},${ye(e)}`).join(" "), fill: "none", stroke: "#bf8700", "stroke-width": 1.5, class: "evidence" });
+  for (const i of d.alerted_at) add("line", { x1: x(i), x2: x(i), y1: P, y2: H - P, stroke: "#cf222e", "stroke-width": 2, class: "alert-mark" });
+  return svg;
 }
 
 route();
