@@ -1,11 +1,19 @@
 """The Anthropic judge: the Messages API through the official ``anthropic`` SDK, with prompt caching.
 
-Request layout: the system text is one text block marked ``cache_control: ephemeral``; the first user turn
-holds the per-target prefix (also marked, so system + prefix form the cached prefix) followed by the
-per-call evidence block. Temperature is 0; it is sent as an extra body field because the installed SDK has
-no ``temperature`` parameter any more (``temperature=None`` omits it). The SDK's own retries are switched off
-(``max_retries=0``): the retry, deadline, repair and double-check policy is
-:class:`engine.judges.llm.LlmJudge`'s.
+Request layout (:mod:`engine.prompts`, stable parts first): the system text is one text block; the first user
+turn holds three blocks, the target and persona, the evidence up to the judged action, and what is new (the
+draft, the claims). Cache breakpoints (``cache_control: ephemeral``, at most four; Anthropic serves the longest
+cached prefix ending at a breakpoint and writes the rest up to the last one) sit where a later call reads them:
+
+- after the system text, read by every call of the mode;
+- after the target and persona, read by the target's later checks;
+- after the evidence, only when other calls share it (``Prompt.share_history``, a draft's dimensions run
+  staged): marked on calls that run side by side, each would write it and none read it, at 1.25× the price;
+- after the new part, only with a double check, whose second turn repeats the whole first one.
+
+Temperature is 0; it is sent as an extra body field because the installed SDK has no ``temperature``
+parameter any more (``temperature=None`` omits it). The SDK's own retries are switched off
+(``max_retries=0``): the retry, deadline, repair and double-check policy is :class:`engine.judges.llm.LlmJudge`'s.
 
 The API key is only taken from the ``api_key`` argument (the factory reads ``ANTHROPIC_API_KEY``). It is
 never part of the name, the repr, an error message or a log record.
@@ -72,13 +80,20 @@ class AnthropicJudge(LlmJudge):
         return Reply(text=text, usage=usage)
 
 
+def _block(text: str, marked: bool) -> TextBlockParam:
+    if marked:
+        return TextBlockParam(type="text", text=text, cache_control=CACHED)
+    return TextBlockParam(type="text", text=text)
+
+
 def _messages(prompt: Prompt, followups: Sequence[Turn]) -> list[MessageParam]:
     messages: list[MessageParam] = [
         UserMessageParam(
             role="user",
             content=[
-                TextBlockParam(type="text", text=prompt.prefix, cache_control=CACHED),
-                TextBlockParam(type="text", text=prompt.variable),
+                _block(prompt.about, True),
+                _block(prompt.history, prompt.share_history),
+                _block(prompt.new, prompt.followed_up),
             ],
         )
     ]

@@ -137,7 +137,7 @@ async def test_double_check(server: ChatCompletionsServer, make_judge: MakeJudge
 async def test_malformed_response_body_is_a_judge_error(
     server: ChatCompletionsServer, make_judge: MakeJudge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server, "_success_body", lambda body, text: {"choices": []})
+    monkeypatch.setattr(server, "_success_body", lambda body, text, state=None: {"choices": []})
     with pytest.raises(JudgeError, match="malformed"):
         await make_judge().evaluate(make_request())
 
