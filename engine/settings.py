@@ -81,6 +81,7 @@ class Settings:
     actor_concurrency: int = 32  # text-model calls in flight per process
     judge_concurrency: int = 64
     gate_parallel: bool = True
+    gate_share_prefix: bool = False  # staged: one dimension writes the evidence to the judge's cache, then the rest
     sinks: bool = True  # run the Postgres sinks inside the worker (false: run `drift sinks` separately)
     step_deadline_s: float = 10.0
     fetch_max_wait_ms: int = 10

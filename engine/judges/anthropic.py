@@ -47,13 +47,16 @@ class AnthropicJudge(LlmJudge):
         max_tokens: int = 2048,
         temperature: float | None = 0.0,
         rng: random.Random | None = None,
+        prompt_cache: bool = True,
     ) -> None:
+        """``prompt_cache=False`` sends no breakpoint at all (the benchmark's uncached anchor)."""
         if not api_key:
             raise ConfigurationError("the Anthropic judge needs an API key (ANTHROPIC_API_KEY is not set)")
         policy = policy or CallPolicy()
         super().__init__(f"anthropic:{model}", policy, rng=rng)
         self._model = model
         self._max_tokens = max_tokens
+        self._cache = prompt_cache
         # The installed SDK no longer has a ``temperature`` parameter; the API field is sent as an extra.
         self._extra_body = {"temperature": temperature} if temperature is not None else None
         self._client = anthropic.AsyncAnthropic(
@@ -73,8 +76,8 @@ class AnthropicJudge(LlmJudge):
             self.name,
             model=self._model,
             max_tokens=self._max_tokens,
-            system=[TextBlockParam(type="text", text=prompt.system, cache_control=CACHED)],
-            messages=_messages(prompt, followups),
+            system=[_block(prompt.system, self._cache)],
+            messages=_messages(prompt, followups, cache=self._cache),
             extra_body=self._extra_body,
         )
         return Reply(text=text, usage=usage)
@@ -86,14 +89,14 @@ def _block(text: str, marked: bool) -> TextBlockParam:
     return TextBlockParam(type="text", text=text)
 
 
-def _messages(prompt: Prompt, followups: Sequence[Turn]) -> list[MessageParam]:
+def _messages(prompt: Prompt, followups: Sequence[Turn], *, cache: bool = True) -> list[MessageParam]:
     messages: list[MessageParam] = [
         UserMessageParam(
             role="user",
             content=[
-                _block(prompt.about, True),
-                _block(prompt.history, prompt.share_history),
-                _block(prompt.new, prompt.followed_up),
+                _block(prompt.about, cache),
+                _block(prompt.history, cache and prompt.share_history),
+                _block(prompt.new, cache and prompt.followed_up),
             ],
         )
     ]

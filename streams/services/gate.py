@@ -123,13 +123,20 @@ class GateDeps:
 
         Called before the verdicts themselves are sent: a verdict on the broker always has its record, so a
         redelivered attempt is re-emitted from it, never judged a second time (see :func:`process_draft`)."""
+        await asyncio.gather(*await self.ship_verdicts(draft_ids, send, ship))
+
+    async def ship_verdicts(
+        self, draft_ids: Iterable[str], send: Sender | None = None, ship: Callable[[], Awaitable[None]] | None = None
+    ) -> list[asyncio.Future[Any]]:
+        """:meth:`persist_verdicts` without the wait: the records are on their way (in order after every record
+        shipped before on their changelog partitions); the returned futures resolve once the broker has them."""
         flush = getattr(self.verdicts, "flush", None)
         if flush is None:
-            return
-        delivered = await flush(draft_ids, send or self.send)
+            return []
+        delivered: list[asyncio.Future[Any]] = await flush(draft_ids, send or self.send)
         if ship is not None:
             await ship()
-        await asyncio.gather(*delivered)
+        return delivered
 
     @functools.cached_property
     def topics(self) -> Topics:
@@ -222,6 +229,7 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
         recent=[deps.tokenized(r["text"]) for r in recent[-RECENT_FOR_SIMILARITY:]] if similar else [],
         deadline_s=deps.settings.judge_deadline_s,
         parallel=deps.settings.gate_parallel,
+        share_prefix=deps.settings.gate_share_prefix,
         tokens=deps.tokenized(draft.text) if similar else None,  # cached: a commit joins the history
     )
     earlier = [AttemptSummary(**a) for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] < draft.attempt]

@@ -58,6 +58,13 @@ class GateLane:
     inline, with no task: the batch's records go out as whole Kafka batches (:class:`OutputBatch`) with one
     changelog record per key, and one countdown acks them all. Every other draft goes to its agent's queue in
     the :class:`KeyedDispatcher`, so a slow judge call never holds up other agents.
+
+    The inline drafts' verdict records are shipped at once, but their outputs wait for the broker to have them
+    (a verdict never goes out without its record). That wait is not the lane's: each batch's rest — await its
+    verdict records, flush its table writes, ship its outputs, ack — is a link of a chain (:meth:`_finish`),
+    started after the previous batch's link, while the lane decides the next batch. Links run in batch order,
+    so per-key order holds across batches; a judged draft waits for the links before it is decided (its
+    records then follow the inline ones of its agent); a revocation waits for the chain to run out.
     """
 
     def __init__(
@@ -71,6 +78,7 @@ class GateLane:
         self._batches = 0  # lane batches being handled
         self._no_batch = asyncio.Event()
         self._no_batch.set()
+        self._tail: asyncio.Future[None] | None = None  # the last link of the chain of batch flushes
 
     async def on_revoked(self, revoked: set[Any]) -> None:
         """Partitions are taken away (a rebalance): give up their drafts that have not started — they are not
@@ -83,6 +91,7 @@ class GateLane:
 
         withdrawn = await self.dispatcher.withdraw(unwanted)  # frees slots a batch's submit may be waiting for
         await self._no_batch.wait()  # a batch fetched before the rebalance may still be submitting
+        await self.flushed()  # and the verdict records of the batches decided so far are on the broker
         withdrawn += await self.dispatcher.withdraw(unwanted)
         for message, _, _ in withdrawn:
             self.consumer.release(message)
@@ -91,6 +100,13 @@ class GateLane:
 
     def ack(self, message: Any) -> None:
         self.consumer.ack(message)
+
+    async def flushed(self) -> None:
+        """Wait until every link of the chain of batch flushes started so far has run (whatever its outcome)."""
+        while (tail := self._tail) is not None:
+            await asyncio.wait([tail])
+            if self._tail is tail:
+                self._tail = None
 
     async def wait_ready(self) -> None:
         """No draft is decided before the stored agent configurations are loaded (see
@@ -116,6 +132,7 @@ class GateLane:
             return None
 
     async def _handle(self, item: Item) -> None:
+        await self.flushed()  # the agent's inline drafts of earlier batches send their records first
         try:
             deliveries = await self._judge(item)
         except KafkaError as exc:  # neither dead-lettered nor acked: fetched again after a restart or rebalance
@@ -166,8 +183,29 @@ class GateLane:
                     decided.append(draft.draft_id)
             if not inline:
                 return
-            records = self.batch()  # the verdict records, shipped and acknowledged before the verdicts
-            await self.gate.persist_verdicts(decided, records.send, records.flush)
+            records = self.batch()  # the verdict records, shipped now and acknowledged before the verdicts
+            shipped = await self.gate.ship_verdicts(decided, records.send, records.flush)
+        except Exception:  # the broker refused or timed out: nothing is acked, nothing is lost
+            log.exception("the records of %d draft(s) were not sent; they stay unacked and come back after a "
+                          "restart or rebalance", len(inline))  # fmt: skip
+            return
+        self._tail = asyncio.ensure_future(self._finish(self._tail, shipped, written, batch, inline, deliveries))
+
+    async def _finish(
+        self,
+        previous: asyncio.Future[None] | None,
+        shipped: list[asyncio.Future[Any]],
+        written: set[str],
+        batch: OutputBatch,
+        inline: list[Any],
+        deliveries: set[asyncio.Future[Any]],
+    ) -> None:
+        """One batch's link of the chain: after the previous link, once its verdict records are on the broker,
+        flush its table writes and ship its outputs; ack its drafts once all of it is delivered."""
+        if previous is not None:
+            await asyncio.wait([previous])
+        try:
+            await asyncio.gather(*shipped)
             deliveries.update(await self.gate.flush_tables(written, batch.send))
             await batch.flush()
         except Exception:  # the broker refused or timed out: nothing is acked, nothing is lost
