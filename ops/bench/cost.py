@@ -30,6 +30,7 @@ import numpy as np
 
 from engine.gate import run_checks
 from engine.judges.anthropic import AnthropicJudge
+from engine.judges.llm import CallPolicy
 from engine.library import PropositionLibrary
 from engine.models import ZERO_USAGE, AgentConfig, Dimension, Event, EventKind, TokenUsage
 from engine.pricing import PriceTable
@@ -48,6 +49,8 @@ DIMENSIONS = {
 STRATEGIES = ("parallel", "staged", "tinytroupe")
 MODELS = ("claude-haiku-4-5", "claude-sonnet-4-5")
 DELAY_S = 0.1
+#: generous: on a loaded machine a fail-open timeout would drop a call from the tally
+DEADLINE_S = 60.0
 
 
 def office_rows() -> list[dict[str, Any]]:
@@ -87,7 +90,7 @@ async def _replay_channel(
             started = time.perf_counter()
             result = await run_checks(
                 judge, library.psets(event.agent_id, dims, action=True), target, config, attempt=1, recent=[],
-                deadline_s=30.0, parallel=strategy != "tinytroupe", share_prefix=strategy == "staged",
+                deadline_s=DEADLINE_S, parallel=strategy != "tinytroupe", share_prefix=strategy == "staged",
             )  # fmt: skip
             tally.latencies_ms.append((time.perf_counter() - started) * 1000)
             tally.usage = tally.usage + result.usage
@@ -102,8 +105,9 @@ async def measure(model: str, n_dims: int, strategy: str, channels: int = len(CH
     tally = Tally()
     default = Behaviour.auto(delay_s=DELAY_S)
     async with MessagesApiServer(default=default, answers=AutoAnswers(score=8)) as server:
-        judge = AnthropicJudge(api_key="bench-not-a-key", model=model, base_url=server.base_url,
-                               prompt_cache=strategy != "tinytroupe")  # fmt: skip
+        policy, cached = CallPolicy(deadline_s=DEADLINE_S), strategy != "tinytroupe"
+        judge = AnthropicJudge(api_key="bench-not-a-key", model=model, base_url=server.base_url, policy=policy,
+                               prompt_cache=cached)  # fmt: skip
         try:
             await asyncio.gather(*(_replay_channel(judge, library, c, DIMENSIONS[n_dims], strategy, tally)
                                    for c in CHANNELS[:channels]))  # fmt: skip

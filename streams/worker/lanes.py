@@ -115,7 +115,7 @@ class GateLane:
 
     async def _judge(self, item: Item, batch: OutputBatch | None = None) -> list[asyncio.Future[Any]] | None:
         """The draft's delivery futures; None when it failed and was dead-lettered (and acked). In a ``batch``,
-        its records and table writes wait for the batch's flush."""
+        its records and table writes wait for the batch's flush (and its verdict record for the caller's)."""
         message, draft, received = item
         try:
             if batch is None:
@@ -134,12 +134,26 @@ class GateLane:
     async def _handle(self, item: Item) -> None:
         await self.flushed()  # the agent's inline drafts of earlier batches send their records first
         try:
-            deliveries = await self._judge(item)
+            deliveries = await self._judge_alone(item)
         except KafkaError as exc:  # neither dead-lettered nor acked: fetched again after a restart or rebalance
             log.warning("draft %s: its records were not sent (%r); it stays unacked", item[1].draft_id, exc)
             return
         if deliveries is not None:
             ack_when_delivered(self.ack, [item[0]], deliveries)
+
+    async def _judge_alone(self, item: Item) -> list[asyncio.Future[Any]] | None:
+        """A judged draft's records in Kafka batches of its own, each submitted complete (no linger, unlike a
+        single send): its verdict record first, acknowledged, then its outputs and table writes."""
+        draft = item[1]
+        out = self.batch()
+        sent = await self._judge(item, out)
+        if sent is None:
+            return None
+        records = self.batch()
+        await self.gate.persist_verdicts((draft.draft_id,), records.send, records.flush)
+        sent.extend(await self.gate.flush_tables((draft.agent_id, draft.draft_id), out.send))
+        await out.flush()
+        return sent
 
     async def _decode(self, message: Any) -> Draft | None:
         try:
