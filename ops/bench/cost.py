@@ -2,8 +2,10 @@
 local Messages-API test double, which accounts the prompt cache as Anthropic does (ops/fakes/prompt_cache.py).
 
 The bundled Office conversation (ops/examples/office_conversation.jsonl) is replayed through several channels
-at once; every action in it is a draft gated with 1, 2 or 4 LLM dimensions on the conversation of its channel
-so far, and committed. Strategies, each on a fresh server (an empty cache):
+at once, each starting at a different message (so no two channels hold the same conversation, which would
+share cache entries no real deployment would); every action in it is a draft gated with 1, 2 or 4 LLM
+dimensions on the conversation of its channel so far, and committed. Strategies, each on a fresh server
+(an empty cache):
 
 - ``parallel``: ours by default, dimensions side by side, cache breakpoints after the rules and the persona;
 - ``staged``: ``DRIFT_GATE_SHARE_PREFIX``, the first dimension of each prompt prefix writes the evidence to the
@@ -79,7 +81,9 @@ async def _replay_channel(
 ) -> None:  # fmt: skip
     config = AgentConfig(**{f"gate_{d.value}_enabled": True for d in dims})
     history: list[Event] = []
-    for row in office_rows():
+    rows = office_rows()
+    start = CHANNELS.index(channel) * len(rows) // len(CHANNELS)
+    for row in rows[start:] + rows[:start]:
         event = _event(row, channel)
         if event.kind is EventKind.ACTION:
             target = ScoringTarget(
