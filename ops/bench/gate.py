@@ -325,12 +325,21 @@ async def _timed_check(gate: Any, agent: str, n: int, at: float) -> tuple[float,
     return (done - sent) * 1000, done, usage
 
 
-async def run_async(stack: EmbeddedStack) -> dict[str, float]:
+async def run_async(stack: EmbeddedStack, parts: tuple[str, ...] = ("throughput", "llm")) -> dict[str, float]:
     results: dict[str, float] = {}
-    results.update(await gate_vs_passthrough(stack))
-    for layout in ("process", "inprocess"):
-        results.update(await gate_algorithmic(stack, sinks=layout))
-    results["sink_rows_per_s"] = await sink_rows(stack)
+    if "throughput" in parts:
+        results.update(await gate_vs_passthrough(stack))
+        for layout in ("process", "inprocess"):
+            results.update(await gate_algorithmic(stack, sinks=layout))
+        results["sink_rows_per_s"] = await sink_rows(stack)
+    if "llm" in parts:
+        results.update(await llm_part(stack))
+    return results
+
+
+async def llm_part(stack: EmbeddedStack) -> dict[str, float]:
+    """One judge call's latency, then the LLM gate side by side: parallel, staged, sequential."""
+    results: dict[str, float] = {}
     port = free_port()
     server = _fake_messages_api(port)
     base_url = f"http://127.0.0.1:{port}"
@@ -347,17 +356,18 @@ async def run_async(stack: EmbeddedStack) -> dict[str, float]:
     return results
 
 
-def run(root: Path | None = None) -> dict[str, float]:
+def run(root: Path | None = None, parts: tuple[str, ...] = ("throughput", "llm")) -> dict[str, float]:
     stack = start_stack(root)
     try:
-        return asyncio.run(run_async(stack))
+        return asyncio.run(run_async(stack, parts))
     finally:
         stack.stop()
 
 
 if __name__ == "__main__":
+    chosen = tuple(sys.argv[1:]) or ("throughput", "llm")  # e.g. ``python -m ops.bench.gate llm``
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-    found = run()
+    found = run(parts=chosen)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     for key, value in sorted(found.items()):
         print(f"{key:<36} {value:,.3f}")

@@ -71,7 +71,7 @@ class Stage:
         return worker
 
     async def start(self, worker: WorkerProcess) -> WorkerProcess:
-        await asyncio.to_thread(worker.start, 60.0)
+        await asyncio.to_thread(worker.start, 180.0)  # a loaded machine (other suites beside) starts workers slowly
         return worker
 
     def close(self) -> None:
