@@ -242,19 +242,20 @@ def _staged(
     once and the others start when it has answered (whatever the answer), so the provider has its cache entry
     for the evidence. Every request marks the evidence for the cache. Each dimension's deadline still runs from
     the start, so a slow first call cannot hold the draft longer than the deadline."""
+    groups = [psets[d].include_personas for d in dims]
     leaders: dict[bool, asyncio.Task[DimensionScore]] = {}
     tasks: list[asyncio.Task[DimensionScore]] = []
 
-    async def scored(d: Dimension, after: asyncio.Task[DimensionScore] | None) -> DimensionScore:
+    async def scored(d: Dimension, after: asyncio.Task[DimensionScore] | None, share: bool) -> DimensionScore:
         if after is not None:
             await asyncio.wait([after])  # its outcome is its own dimension's; only its timing matters here
         return await score_dimension(
-            judge, psets[d], target, window_defaults=ACTION_LEVEL_WINDOW_DEFAULTS, share_history=True
+            judge, psets[d], target, window_defaults=ACTION_LEVEL_WINDOW_DEFAULTS, share_history=share
         )
 
-    for d in dims:
-        group = psets[d].include_personas
-        task = asyncio.ensure_future(scored(d, leaders.get(group)))
+    for d, group in zip(dims, groups, strict=True):
+        shared = groups.count(group) > 1  # a dimension alone in its group has nobody to share the evidence with
+        task = asyncio.ensure_future(scored(d, leaders.get(group), shared))
         leaders.setdefault(group, task)
         tasks.append(task)
     return tasks
