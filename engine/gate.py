@@ -215,15 +215,8 @@ async def run_checks(
             score_dimension(judge, psets[d], target, window_defaults=ACTION_LEVEL_WINDOW_DEFAULTS)
         )
 
-    if parallel and share_prefix:
-        tasks = _staged(judge, psets, target, dims)
-        checks = list(
-            await asyncio.gather(
-                *(check_dimension(t, d, config.threshold(d), deadline_s) for t, d in zip(tasks, dims, strict=True))
-            )
-        )
-    elif parallel:
-        tasks = [judged(d) for d in dims]
+    if parallel:
+        tasks = _staged(judge, psets, target, dims) if share_prefix else [judged(d) for d in dims]
         checks = list(
             await asyncio.gather(
                 *(check_dimension(t, d, config.threshold(d), deadline_s) for t, d in zip(tasks, dims, strict=True))

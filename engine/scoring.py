@@ -202,10 +202,8 @@ async def score_dimension(
     strategy: JudgeStrategy = JudgeStrategy.BATCH,
     share_history: bool = False,
 ) -> DimensionScore:
-    """Judge every applicable proposition of ``pset`` on ``target`` and aggregate the dimension score.
-
-    ``share_history``: other calls on the same evidence follow (a draft's other dimensions, staged), so the
-    requests ask the judge to mark it for the provider's prompt cache."""
+    """Judge every applicable proposition of ``pset`` on ``target`` and aggregate the dimension score
+    (``share_history``: see :attr:`engine.judges.base.JudgeRequest.share_history`)."""
     variables = _variables(target)
     rendered = [(p, render_claim(p.claim, variables)) for p in pset.propositions]
     no_history = pset.dimension is Dimension.CONSISTENCY and not target.has_prior_actions()

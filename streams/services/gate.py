@@ -115,21 +115,13 @@ class GateDeps:
                 deliveries.extend(await flush(keys, send))
         return deliveries
 
-    async def persist_verdicts(
-        self, draft_ids: Iterable[str], send: Sender | None = None, ship: Callable[[], Awaitable[None]] | None = None
-    ) -> None:
-        """Send the verdict records of ``draft_ids`` (with ``send``, then ``ship()`` when given: a lane batch
-        gathers them into whole Kafka batches) and wait until the broker has them.
-
-        Called before the verdicts themselves are sent: a verdict on the broker always has its record, so a
-        redelivered attempt is re-emitted from it, never judged a second time (see :func:`process_draft`)."""
-        await asyncio.gather(*await self.ship_verdicts(draft_ids, send, ship))
-
     async def ship_verdicts(
         self, draft_ids: Iterable[str], send: Sender | None = None, ship: Callable[[], Awaitable[None]] | None = None
     ) -> list[asyncio.Future[Any]]:
-        """:meth:`persist_verdicts` without the wait: the records are on their way (in order after every record
-        shipped before on their changelog partitions); the returned futures resolve once the broker has them."""
+        """Send the verdict records of ``draft_ids`` (with ``send``, then ``ship()`` when given: a lane batch
+        gathers them into whole Kafka batches); the returned futures resolve once the broker has them. They go
+        before the verdicts themselves, which wait for them: a verdict on the broker always has its record, so a
+        redelivered attempt is re-emitted from it, never judged a second time (see :func:`process_draft`)."""
         flush = getattr(self.verdicts, "flush", None)
         if flush is None:
             return []
@@ -392,7 +384,7 @@ async def process_draft(
         )
     remember_verdict(tables.verdicts, draft, record)
     if flush:  # the record is durable before the verdict goes out (a lane batch does this for all its drafts)
-        await deps.persist_verdicts((draft.draft_id,))
+        await asyncio.gather(*await deps.ship_verdicts((draft.draft_id,)))
     deliveries = await _emit(deps, draft, record, send)
     if decision.decision is Decision.RETRY:
         attempts = [a for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] != draft.attempt]

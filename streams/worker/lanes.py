@@ -150,7 +150,7 @@ class GateLane:
         if sent is None:
             return None
         records = self.batch()
-        await self.gate.persist_verdicts((draft.draft_id,), records.send, records.flush)
+        await asyncio.gather(*await self.gate.ship_verdicts((draft.draft_id,), records.send, records.flush))
         sent.extend(await self.gate.flush_tables((draft.agent_id, draft.draft_id), out.send))
         await out.flush()
         return sent
