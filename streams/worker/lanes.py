@@ -132,7 +132,8 @@ class GateLane:
             return None
 
     async def _handle(self, item: Item) -> None:
-        await self.flushed()  # the agent's inline drafts of earlier batches send their records first
+        if (tail := self._tail) is not None:  # the agent's inline drafts of earlier batches send their records first
+            await asyncio.wait([tail])  # this link only: later ones hold no draft of this agent, which is queued here
         try:
             deliveries = await self._judge_alone(item)
         except KafkaError as exc:  # neither dead-lettered nor acked: fetched again after a restart or rebalance
