@@ -63,7 +63,7 @@ class GateLane:
     (a verdict never goes out without its record). That wait is not the lane's: each batch's rest — await its
     verdict records, flush its table writes, ship its outputs, ack — is a link of a chain (:meth:`_finish`),
     started after the previous batch's link, while the lane decides the next batch. Links run in batch order,
-    so per-key order holds across batches; a judged draft waits for the links before it is decided (its
+    so per-key order holds across batches; a judged draft waits for the last link before it is decided (its
     records then follow the inline ones of its agent); a revocation waits for the chain to run out.
     """
 
