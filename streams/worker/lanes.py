@@ -29,7 +29,8 @@ from streams.wire.payloads import Draft, EvaluationRequest, Message, decode, enc
 
 log = logging.getLogger(__name__)
 Keyed = TypeVar("Keyed", Draft, Message)
-Item = tuple[Any, Draft, float]
+#: (message, draft, received, the chain link that was last when the draft was queued, if any)
+Item = tuple[Any, Draft, float, "asyncio.Future[None] | None"]
 
 
 def keyed(record: Any, model: type[Keyed]) -> Keyed:
@@ -63,7 +64,7 @@ class GateLane:
     (a verdict never goes out without its record). That wait is not the lane's: each batch's rest — await its
     verdict records, flush its table writes, ship its outputs, ack — is a link of a chain (:meth:`_finish`),
     started after the previous batch's link, while the lane decides the next batch. Links run in batch order,
-    so per-key order holds across batches; a judged draft waits for the last link before it is decided (its
+    so per-key order holds across batches; a judged draft waits for the link last when it was queued (its
     records then follow the inline ones of its agent); a revocation waits for the chain to run out.
     """
 
@@ -93,7 +94,7 @@ class GateLane:
         await self._no_batch.wait()  # a batch fetched before the rebalance may still be submitting
         await self.flushed()  # and the verdict records of the batches decided so far are on the broker
         withdrawn += await self.dispatcher.withdraw(unwanted)
-        for message, _, _ in withdrawn:
+        for message, *_ in withdrawn:
             self.consumer.release(message)
         if withdrawn:
             log.info("rebalance: %d queued draft(s) of revoked partitions left to their next owner", len(withdrawn))
@@ -116,7 +117,7 @@ class GateLane:
     async def _judge(self, item: Item, batch: OutputBatch | None = None) -> list[asyncio.Future[Any]] | None:
         """The draft's delivery futures; None when it failed and was dead-lettered (and acked). In a ``batch``,
         its records and table writes wait for the batch's flush (and its verdict record for the caller's)."""
-        message, draft, received = item
+        message, draft, received, _ = item
         try:
             if batch is None:
                 return await process_draft(self.gate, draft, received, partition=message.partition)
@@ -132,8 +133,8 @@ class GateLane:
             return None
 
     async def _handle(self, item: Item) -> None:
-        if (tail := self._tail) is not None:  # the agent's inline drafts of earlier batches send their records first
-            await asyncio.wait([tail])  # this link only: later ones hold no draft of this agent, which is queued here
+        if (before := item[3]) is not None:  # the agent's inline drafts of earlier batches send their records first
+            await asyncio.wait([before])  # that link only: later ones hold no draft of this agent (queued here)
         try:
             deliveries = await self._judge_alone(item)
         except KafkaError as exc:  # neither dead-lettered nor acked: fetched again after a restart or rebalance
@@ -188,7 +189,7 @@ class GateLane:
             await configs.ensure({draft.agent_id for _, draft in drafts})
         try:
             for message, draft in drafts:
-                item = (message, draft, received)
+                item = (message, draft, received, self._tail)
                 if self.dispatcher.busy(draft.agent_id) or configs.get(draft.agent_id, draft.agent_name).needs_judge:
                     await self.dispatcher.submit(draft.agent_id, item)
                 elif (sent := await self._judge(item, batch)) is not None:

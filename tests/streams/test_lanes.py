@@ -190,3 +190,30 @@ async def test_batches_do_not_wait_for_their_verdict_records_but_their_outputs_d
             future.set_result(None)
     await asyncio.sleep(0)
     assert [r.offset for r in rt.acked] == [1, 2]
+
+
+async def test_a_judged_draft_waits_for_the_link_before_it_not_for_later_ones() -> None:
+    configs = ConfigCache(default=AgentConfig(gate_similarity_enabled=True))
+    configs.apply("oscar", AgentConfig(gate_adherence_enabled=True))  # judged; the others are decided inline
+    rt = FakeRuntime(configs=configs)
+    verdicts = rt.deps.verdicts = DeferredVerdicts()
+    lane = rt.lane()
+    await lane([draft(1)])  # an inline link whose verdict record is not confirmed yet
+    await lane([draft(2, "oscar")])
+    await lane([draft(3, "pam")])  # a later link, never confirmed during this test
+    await asyncio.sleep(0.01)
+    judged = [t for t, k in rt.batch.sent if k == b"oscar" and t == rt.deps.topics.verdicts]
+    assert judged == []  # oscar's verdict waits for the first link
+    assert len(verdicts.pending) == 2  # the records of the two inline links
+    later = verdicts.pending[1]  # the later link's: never confirmed
+    idle = asyncio.ensure_future(lane.dispatcher.wait_idle())
+    for _ in range(500):  # confirm every other record as it is asked for: the first link's, then oscar's
+        for future in verdicts.pending:
+            if future is not later and not future.done():
+                future.set_result(None)
+        if idle.done():
+            break
+        await asyncio.sleep(0.01)
+    assert idle.done() and not later.done()
+    judged = [t for t, k in rt.batch.sent if k == b"oscar" and t == rt.deps.topics.verdicts]
+    assert len(judged) == 1
