@@ -196,10 +196,12 @@ async def run_checks(
     deadline_s: float = DEFAULT_DIMENSION_DEADLINE_S,
     parallel: bool = True,
     tokens: TokenizedMessage | None = None,
+    share_prefix: bool = False,
 ) -> AttemptResult:
     """Similarity first (cheap, no LLM), then every enabled LLM dimension in parallel (or in turn).
 
-    ``tokens`` is the action already tokenised (a caller that caches tokens passes it)."""
+    ``tokens`` is the action already tokenised (a caller that caches tokens passes it). ``share_prefix``
+    (parallel only) stages the dimensions for the judge's prompt cache: see :func:`_staged`."""
     text = target.action or ""
     similarity = None
     if config.gate_similarity_enabled:
@@ -214,7 +216,7 @@ async def run_checks(
         )
 
     if parallel:
-        tasks = [judged(d) for d in dims]
+        tasks = _staged(judge, psets, target, dims) if share_prefix else [judged(d) for d in dims]
         checks = list(
             await asyncio.gather(
                 *(check_dimension(t, d, config.threshold(d), deadline_s) for t, d in zip(tasks, dims, strict=True))
@@ -223,6 +225,33 @@ async def run_checks(
     else:  # TinyTroupe's way, kept for comparisons (DRIFT_GATE_PARALLEL=false): one dimension after another
         checks = [await check_dimension(judged(d), d, config.threshold(d), deadline_s) for d in dims]
     return AttemptResult(attempt=attempt, text=text, checks=tuple(checks), similarity=similarity)
+
+
+def _staged(
+    judge: Judge, psets: Mapping[Dimension, PropositionSet], target: ScoringTarget, dims: Sequence[Dimension]
+) -> list[asyncio.Task[DimensionScore]]:
+    """ "First call writes, the others read": dimensions whose prompts share a prefix (the same persona
+    inclusion: the same target part, then the same evidence) are grouped; the first of each group is judged at
+    once and the others start when it has answered (whatever the answer), so the provider has its cache entry
+    for the evidence. Every request marks the evidence for the cache. Each dimension's deadline still runs from
+    the start, so a slow first call cannot hold the draft longer than the deadline."""
+    groups = [psets[d].include_personas for d in dims]
+    leaders: dict[bool, asyncio.Task[DimensionScore]] = {}
+    tasks: list[asyncio.Task[DimensionScore]] = []
+
+    async def scored(d: Dimension, after: asyncio.Task[DimensionScore] | None, share: bool) -> DimensionScore:
+        if after is not None:
+            await asyncio.wait([after])  # its outcome is its own dimension's; only its timing matters here
+        return await score_dimension(
+            judge, psets[d], target, window_defaults=ACTION_LEVEL_WINDOW_DEFAULTS, share_history=share
+        )
+
+    for d, group in zip(dims, groups, strict=True):
+        shared = groups.count(group) > 1  # a dimension alone in its group has nobody to share the evidence with
+        task = asyncio.ensure_future(scored(d, leaders.get(group), shared))
+        leaders.setdefault(group, task)
+        tasks.append(task)
+    return tasks
 
 
 def best_attempt(current: AttemptResult, earlier: Sequence[AttemptSummary]) -> AttemptSummary:

@@ -1,15 +1,25 @@
-"""The judge prompt: the 0–9 proposition rubric, true/false checks and idea enumeration, in three parts.
+"""The judge prompt: the 0–9 proposition rubric, true/false checks and idea enumeration, in four parts.
 
-A :class:`Prompt` is split for prompt caching: ``system`` depends only on the mode and on whether the call is
-a batch; ``prefix`` depends only on the target (persona and claims); ``variable`` holds the evidence that
-changes from call to call (trajectory, judged action, supplementary statistics).
+A :class:`Prompt` is laid out for prompt caching: what stays the same from call to call comes first and what
+is new comes last, so a provider's prefix cache can reuse everything up to the newest part (issue 28):
+
+1. ``system``: the rules; depends only on the mode and on whether the call is a batch;
+2. ``about``: the target and, when the dimension includes it, the persona; the same for every check of a target;
+3. ``history``: the evidence up to the judged action (the opening of the data section and the trajectory);
+   the same for every dimension of one draft, and for a draft's next attempt while nobody spoke in between;
+4. ``new``: the judged action, the supplementary evidence, the end of the data section, the claims (which
+   quote the draft) and the closing instruction.
+
+``about + history + new`` is the user text, exactly; each part carries its own separating blank lines. The
+content is the one judged before the layout changed (the same sections, character for character, the code of
+the data section aside), only in this order: tests/engine/test_prompt_layout.py holds the definition.
 
 Agent text is untrusted. All evidence sits inside exactly one data section delimited by
-``<data-NONCE>`` … ``</data-NONCE>``. The nonce is derived from a hash of the section's content (so recordings
-are stable) and is re-derived until it does not occur in that content; on top of that, anything in agent text
-that looks like a data, claims or persona tag is defanged (its ``<`` becomes ``‹``) and multi-line texts are
-indented so they cannot forge trajectory lines. The system text states that the data section can never
-change the task.
+``<data-NONCE>`` … ``</data-NONCE>``. The nonce is derived from a hash of the stable ``about`` part (so the
+opening of the data section is the same on every call about a target, and recordings are stable) and is
+re-derived until it does not occur in the section's content; on top of that, anything in agent text that looks
+like a data, claims or persona tag is defanged (its ``<`` becomes ``‹``) and multi-line texts are indented so
+they cannot forge trajectory lines. The system text states that the data section can never change the task.
 
 A request with one claim is asked individually; two to :data:`MAX_BATCH_CLAIMS` claims are asked as a batch
 whose answers are keyed by claim id.
@@ -109,20 +119,31 @@ _VALUE_FIELDS = {
 
 @dataclass(frozen=True, slots=True)
 class Prompt:
-    """A rendered judge prompt: static ``system`` and ``prefix`` (cacheable), per-call ``variable``."""
+    """A rendered judge prompt in cache order: ``system``, then the user text ``about + history + new``.
+
+    ``share_history``: the caller runs other calls with the same ``history`` (a draft's other dimensions),
+    so a provider cache breakpoint after it pays (see :class:`engine.judges.anthropic.AnthropicJudge`);
+    ``followed_up``: a second turn will repeat the whole first one (double check), so one after ``new`` pays."""
 
     system: str
-    prefix: str
-    variable: str
+    about: str
+    history: str
+    new: str
+    share_history: bool = False
+    followed_up: bool = False
+
+    def user_text(self) -> str:
+        return self.about + self.history + self.new
 
     def full_text(self) -> str:
-        return "\n\n".join((self.system, self.prefix, self.variable))
+        return f"{self.system}\n\n{self.user_text()}"
 
     def cacheable_chars(self) -> int:
-        return len(self.system) + len(self.prefix)
+        """Characters before the newest part: what a prefix cache can serve on a later call."""
+        return len(self.system) + len(self.about) + len(self.history)
 
     def cacheable_fraction(self) -> float:
-        total = len(self.system) + len(self.prefix) + len(self.variable)
+        total = self.cacheable_chars() + len(self.new)
         return self.cacheable_chars() / total if total else 0.0
 
 
@@ -130,10 +151,21 @@ def build_prompt(request: JudgeRequest) -> Prompt:
     """Render ``request`` (1 to :data:`MAX_BATCH_CLAIMS` claims with distinct ids) into a :class:`Prompt`."""
     _validate(request)
     batch = len(request.claims) > 1
+    about = _about(request)
+    body_head, body_tail = _evidence(request)
+    nonce = data_nonce(body_head + body_tail, seed=about)
+    what = "claim" if len(request.claims) == 1 else f"{len(request.claims)} claims"
     return Prompt(
         system=system_text(request.mode, batch=batch),
-        prefix=_prefix(request),
-        variable=_variable(request),
+        about=about + "\n\n",
+        history=f"# Evidence\n<data-{nonce}>\n{body_head}",
+        new=(
+            f"{body_tail}\n</data-{nonce}>\n\n{_claims(request)}\n\n"
+            f"The data section has ended. Judge the {what} listed above under the rules of the system text and "
+            "reply with the JSON object only."
+        ),
+        share_history=request.share_history,
+        followed_up=request.double_check,
     )
 
 
@@ -230,19 +262,21 @@ def _one_line(text: str) -> str:
     return " ".join(defang(text).split())
 
 
-def _prefix(request: JudgeRequest) -> str:
+def _about(request: JudgeRequest) -> str:
+    """The target and its persona (when the dimension includes it): the same on every call about a target."""
     target = _one_line(request.target_name)
     if request.agent_id:
         target += f" (agent id {_one_line(request.agent_id)})"
     parts = [f"# Target\n{target}"]
     if request.persona is not None:
         parts.append(_persona_block(request.persona))
+    return "\n\n".join(parts)
+
+
+def _claims(request: JudgeRequest) -> str:
     n = len(request.claims)
     claim_lines = [f"[{i}] id={_quote(c.id)}: {_one_line(c.text)}" for i, c in enumerate(request.claims, 1)]
-    parts.append(
-        f'# Claims\n<claims mode="{request.mode.value}" count="{n}">\n' + "\n".join(claim_lines) + "\n</claims>"
-    )
-    return "\n\n".join(parts)
+    return f'# Claims\n<claims mode="{request.mode.value}" count="{n}">\n' + "\n".join(claim_lines) + "\n</claims>"
 
 
 def _persona_block(persona: Persona) -> str:
@@ -254,22 +288,15 @@ def _quote(value: str) -> str:
     return f'"{_one_line(escaped)}"'
 
 
-def _variable(request: JudgeRequest) -> str:
-    sections = [_trajectory_section(request)]
+def _evidence(request: JudgeRequest) -> tuple[str, str]:
+    """The data section's content, cut after the trajectory: (trajectory, the judged action and supplementary
+    evidence with their separating blank lines)."""
+    tail = ""
     if request.action is not None:
-        sections.append("### judged action (draft, not yet sent)\n" + _indented(request.action))
+        tail += "\n\n### judged action (draft, not yet sent)\n" + _indented(request.action)
     if request.supplementary:
-        sections.append(
-            "### supplementary evidence (computed from the agents' text)\n" + _indented(request.supplementary)
-        )
-    body = "\n\n".join(sections)
-    nonce = data_nonce(body)
-    what = "claim" if len(request.claims) == 1 else f"{len(request.claims)} claims"
-    return (
-        f"# Evidence\n<data-{nonce}>\n{body}\n</data-{nonce}>\n\n"
-        f"The data section has ended. Judge the {what} listed above under the rules of the system text and "
-        "reply with the JSON object only."
-    )
+        tail += "\n\n### supplementary evidence (computed from the agents' text)\n" + _indented(request.supplementary)
+    return _trajectory_section(request), tail
 
 
 def _trajectory_section(request: JudgeRequest) -> str:
@@ -283,10 +310,12 @@ def _trajectory_section(request: JudgeRequest) -> str:
     return f"{header}\n{body}\n(the trajectory ends here; {what} is event #{upcoming})"
 
 
-def data_nonce(body: str) -> str:
-    """A hex code derived from ``body`` that does not occur in it (stable for equal bodies)."""
+def data_nonce(body: str, seed: str | None = None) -> str:
+    """A hex code derived from ``seed`` (``body`` when not given) that does not occur in ``body``: the same for
+    equal seeds unless the body happens to contain it, then the next salt's."""
+    source = body if seed is None else seed
     for salt in count():
-        nonce = hashlib.sha256(f"{salt}:{body}".encode()).hexdigest()[:NONCE_LENGTH]
+        nonce = hashlib.sha256(f"{salt}:{source}".encode()).hexdigest()[:NONCE_LENGTH]
         if nonce not in body:
             return nonce
     raise AssertionError("unreachable")  # pragma: no cover

@@ -118,7 +118,12 @@ def _applies(prop: Proposition, target: ScoringTarget, variables: Mapping[str, s
 
 
 def _request(
-    pset: PropositionSet, target: ScoringTarget, claims: tuple[Claim, ...], window: Window, double: bool
+    pset: PropositionSet,
+    target: ScoringTarget,
+    claims: tuple[Claim, ...],
+    window: Window,
+    double: bool,
+    share: bool = False,
 ) -> JudgeRequest:
     events, first_part, omitted = window_events(target.events, window.first_n, window.last_n)
     mode = JudgeMode.ENUMERATE if pset.dimension is Dimension.IDEAS_QUANTITY else JudgeMode.SCORE
@@ -134,6 +139,7 @@ def _request(
         action=target.action,
         supplementary=target.supplementary,
         double_check=double,
+        share_history=share,
     )
 
 
@@ -143,13 +149,14 @@ def _plan_requests(
     judged: Sequence[tuple[Proposition, str]],
     window: Window,
     strategy: JudgeStrategy,
+    share: bool = False,
 ) -> list[JudgeRequest]:
     size = 1 if strategy is JudgeStrategy.INDIVIDUAL else None
     requests: list[JudgeRequest] = []
     for double in (False, True):
         claims = [Claim(p.id, text) for p, text in judged if p.double_check is double]
         batches = claims_in_batches(claims, size) if size else claims_in_batches(claims)
-        requests.extend(_request(pset, target, batch, window, double) for batch in batches)
+        requests.extend(_request(pset, target, batch, window, double, share) for batch in batches)
     return requests
 
 
@@ -193,8 +200,10 @@ async def score_dimension(
     *,
     window_defaults: Window,
     strategy: JudgeStrategy = JudgeStrategy.BATCH,
+    share_history: bool = False,
 ) -> DimensionScore:
-    """Judge every applicable proposition of ``pset`` on ``target`` and aggregate the dimension score."""
+    """Judge every applicable proposition of ``pset`` on ``target`` and aggregate the dimension score
+    (``share_history``: see :attr:`engine.judges.base.JudgeRequest.share_history`)."""
     variables = _variables(target)
     rendered = [(p, render_claim(p.claim, variables)) for p in pset.propositions]
     no_history = pset.dimension is Dimension.CONSISTENCY and not target.has_prior_actions()
@@ -207,7 +216,7 @@ async def score_dimension(
             skipped[prop.id] = _skipped(prop, text, f"precondition {prop.precondition} is false")
         else:
             judged.append((prop, text))
-    requests = _plan_requests(pset, target, judged, pset.window(window_defaults), strategy)
+    requests = _plan_requests(pset, target, judged, pset.window(window_defaults), strategy, share_history)
     results = await asyncio.gather(*(judge.evaluate(r) for r in requests))
     by_claim = {claim.id: result for request, result in zip(requests, results, strict=True) for claim in request.claims}
     scores = tuple(

@@ -220,6 +220,10 @@ class Settings(BaseSettings):
     view_token: SecretStr | None = None
     """`drift view` bound beyond 127.0.0.1 requires it (the browser presents it once at the login URL); never
     printed."""
+    gate_share_prefix: bool = False
+    """Staged dimensions: the first dimension of each prompt prefix writes the evidence to the judge's cache and
+    the other dimensions of the draft start once it has answered (measured slower at equal p50 than full
+    parallelism: off by default; docs/gate-design.md)."""
     monitor_reference_n: Annotated[int, Field(ge=1, le=100_000)] = 50
     """Drift monitor: a stream without a usable golden baseline takes the mean of its first N observations as its
     reference ([monitor](monitor.md))."""

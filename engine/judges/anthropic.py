@@ -1,11 +1,19 @@
 """The Anthropic judge: the Messages API through the official ``anthropic`` SDK, with prompt caching.
 
-Request layout: the system text is one text block marked ``cache_control: ephemeral``; the first user turn
-holds the per-target prefix (also marked, so system + prefix form the cached prefix) followed by the
-per-call evidence block. Temperature is 0; it is sent as an extra body field because the installed SDK has
-no ``temperature`` parameter any more (``temperature=None`` omits it). The SDK's own retries are switched off
-(``max_retries=0``): the retry, deadline, repair and double-check policy is
-:class:`engine.judges.llm.LlmJudge`'s.
+Request layout (:mod:`engine.prompts`, stable parts first): the system text is one text block; the first user
+turn holds three blocks, the target and persona, the evidence up to the judged action, and what is new (the
+draft, the claims). Cache breakpoints (``cache_control: ephemeral``, at most four; Anthropic serves the longest
+cached prefix ending at a breakpoint and writes the rest up to the last one) sit where a later call reads them:
+
+- after the system text, read by every call of the mode;
+- after the target and persona, read by the target's later checks;
+- after the evidence, only when other calls share it (``Prompt.share_history``, a draft's dimensions run
+  staged): marked on calls that run side by side, each would write it and none read it, at 1.25× the price;
+- after the new part, only with a double check, whose second turn repeats the whole first one.
+
+Temperature is 0; it is sent as an extra body field because the installed SDK has no ``temperature``
+parameter any more (``temperature=None`` omits it). The SDK's own retries are switched off
+(``max_retries=0``): the retry, deadline, repair and double-check policy is :class:`engine.judges.llm.LlmJudge`'s.
 
 The API key is only taken from the ``api_key`` argument (the factory reads ``ANTHROPIC_API_KEY``). It is
 never part of the name, the repr, an error message or a log record.
@@ -39,13 +47,16 @@ class AnthropicJudge(LlmJudge):
         max_tokens: int = 2048,
         temperature: float | None = 0.0,
         rng: random.Random | None = None,
+        prompt_cache: bool = True,
     ) -> None:
+        """``prompt_cache=False`` sends no breakpoint at all (the benchmark's uncached anchor)."""
         if not api_key:
             raise ConfigurationError("the Anthropic judge needs an API key (ANTHROPIC_API_KEY is not set)")
         policy = policy or CallPolicy()
         super().__init__(f"anthropic:{model}", policy, rng=rng)
         self._model = model
         self._max_tokens = max_tokens
+        self._cache = prompt_cache
         # The installed SDK no longer has a ``temperature`` parameter; the API field is sent as an extra.
         self._extra_body = {"temperature": temperature} if temperature is not None else None
         self._client = anthropic.AsyncAnthropic(
@@ -65,20 +76,27 @@ class AnthropicJudge(LlmJudge):
             self.name,
             model=self._model,
             max_tokens=self._max_tokens,
-            system=[TextBlockParam(type="text", text=prompt.system, cache_control=CACHED)],
-            messages=_messages(prompt, followups),
+            system=[_block(prompt.system, self._cache)],
+            messages=_messages(prompt, followups, cache=self._cache),
             extra_body=self._extra_body,
         )
         return Reply(text=text, usage=usage)
 
 
-def _messages(prompt: Prompt, followups: Sequence[Turn]) -> list[MessageParam]:
+def _block(text: str, marked: bool) -> TextBlockParam:
+    if marked:
+        return TextBlockParam(type="text", text=text, cache_control=CACHED)
+    return TextBlockParam(type="text", text=text)
+
+
+def _messages(prompt: Prompt, followups: Sequence[Turn], *, cache: bool = True) -> list[MessageParam]:
     messages: list[MessageParam] = [
         UserMessageParam(
             role="user",
             content=[
-                TextBlockParam(type="text", text=prompt.prefix, cache_control=CACHED),
-                TextBlockParam(type="text", text=prompt.variable),
+                _block(prompt.about, cache),
+                _block(prompt.history, cache and prompt.share_history),
+                _block(prompt.new, cache and prompt.followed_up),
             ],
         )
     ]

@@ -40,6 +40,8 @@ class JudgeRequest:
     ``trajectory`` is already windowed (first_n / last_n applied); ``omitted`` counts the events left out
     between the first and the last part and is rendered as an omission marker after event ``first_part``.
     ``action`` is the judged draft for action-level checks (None for offline evaluation).
+    ``share_history``: a hint, not content — other calls will follow with the same evidence up to the judged
+    action (a draft's other dimensions, staged), so an LLM judge marks it for the provider's prompt cache.
     """
 
     mode: JudgeMode
@@ -53,6 +55,7 @@ class JudgeRequest:
     action: str | None = None
     supplementary: str | None = None
     double_check: bool = False
+    share_history: bool = False
 
     def judged_text(self) -> str:
         """The text a content rule (``message_contains``) is matched against."""

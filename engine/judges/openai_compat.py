@@ -1,8 +1,9 @@
 """The OpenAI-compatible judge: ``POST {base_url}/chat/completions`` over httpx (vLLM, Ollama, llama.cpp …).
 
-Messages are ``[system, user(prefix + variable), follow-ups…]`` at temperature 0, under the same deadline,
-retry, repair and double-check policy as the Anthropic judge (:class:`engine.judges.llm.LlmJudge`). HTTP 429
-and 5xx and transport errors are retried; other statuses fail at once.
+Messages are ``[system, user(about + history + new), follow-ups…]`` at temperature 0, in the cache order of
+:mod:`engine.prompts` (stable parts first: servers with automatic prefix caching, such as vLLM's, reuse
+them), under the same deadline, retry, repair and double-check policy as the Anthropic judge
+(:class:`engine.judges.llm.LlmJudge`). HTTP 429 and 5xx and transport errors are retried; other statuses fail at once.
 
 Usage comes from ``usage.prompt_tokens`` / ``usage.completion_tokens``. Servers that report
 ``usage.prompt_tokens_details.cached_tokens`` get those counted as cache reads, and (as with Anthropic)
@@ -52,7 +53,7 @@ class OpenAICompatibleJudge(LlmJudge):
     async def _send(self, prompt: Prompt, followups: Sequence[Turn]) -> Reply:
         messages = [
             {"role": "system", "content": prompt.system},
-            {"role": "user", "content": f"{prompt.prefix}\n\n{prompt.variable}"},
+            {"role": "user", "content": prompt.user_text()},
             *({"role": role, "content": text} for role, text in followups),
         ]
         payload = {

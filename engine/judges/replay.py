@@ -7,7 +7,7 @@ A cassette is a JSONL file; each line is one recorded call::
      "usage": {...}, "calls": 1}
 
 The fingerprint is the SHA-256 of a canonical JSON of what the judge was *asked*: the full rendered prompt
-(:func:`engine.prompts.build_prompt`, system + prefix + evidence), the mode, the claim ids and the
+(:func:`engine.prompts.build_prompt`, system then user text), the mode, the claim ids and the
 double-check flag, plus a format version. Every judge answers the same request through the same prompt
 (temperature is always 0), so the prompt is the question.
 
@@ -36,7 +36,7 @@ from engine.judges.base import ClaimAnswer, Judge, JudgeRequest, JudgeResult
 from engine.models import TokenUsage
 from engine.prompts import Prompt, build_prompt
 
-FINGERPRINT_VERSION = 1
+FINGERPRINT_VERSION = 2  # 2: the cache-shaped prompt layout (issue 28); cassettes of 1 miss
 
 
 def fingerprint(request: JudgeRequest, prompt: Prompt | None = None) -> str:

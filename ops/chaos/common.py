@@ -71,7 +71,7 @@ class Stage:
         return worker
 
     async def start(self, worker: WorkerProcess) -> WorkerProcess:
-        await asyncio.to_thread(worker.start, 60.0)
+        await asyncio.to_thread(worker.start, 180.0)  # a loaded machine (other suites beside) starts workers slowly
         return worker
 
     def close(self) -> None:
@@ -92,15 +92,24 @@ def random_scores(seed: int) -> Callable[[ReceivedRequest], Behaviour]:
 SUITABILITY = {"gate_suitability_enabled": True, "gate_suitability_threshold": 5.5, "max_correction_attempts": 2}
 
 
+#: The similarity check alone: no judge call, so the gate decides these agents' drafts inline, a lane batch at a time
+INLINE = {"gate_similarity_enabled": True}
+
+
 async def prepare(
-    stage: Stage, agents: Iterable[str], partitions: int = 3, config: dict[str, Any] | None = None
+    stage: Stage,
+    agents: Iterable[str],
+    partitions: int = 3,
+    config: dict[str, Any] | None = None,
+    inline: Iterable[str] = (),
 ) -> None:
     """Topics up front, and ``config`` (default: the suitability check switched on) stored for every agent and
-    announced on the ``agent-config`` topic."""
+    announced on the ``agent-config`` topic; the ``inline`` agents get :data:`INLINE` instead."""
     await create_topics(stage.settings, partitions=partitions)
+    inline = set(inline)
     async with await Store.connect(stage.database_url) as store:
         for agent in agents:
-            stored = await store.set_config(agent, config or SUITABILITY)
+            stored = await store.set_config(agent, INLINE if agent in inline else config or SUITABILITY)
             await publish_config(stage.settings, agent, stored.model_dump())
 
 

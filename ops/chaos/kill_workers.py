@@ -1,9 +1,11 @@
 """Scenario a: SIGKILL a worker again and again while a stream of drafts, malformed records interleaved, flows.
 
 Two workers share the gate; every ``interval_s`` one of them is killed (SIGKILL: no shutdown, no offset commit,
-verdicts already sent for drafts whose offsets were not committed) and a fresh one started. Afterwards: every
-draft has a verdict, no ``(draft_id, attempt)`` has two different decisions, every correction log is in the
-table once, and every malformed record is in the dead-letter topic.
+verdicts already sent for drafts whose offsets were not committed) and a fresh one started. Half the agents are
+judged (a judge answering at random, so a second judgement shows as a conflict), half have the similarity check
+alone, so their drafts are decided inline, a lane batch at a time, with the chained flushes of issue 28.
+Afterwards: every draft has a verdict, no ``(draft_id, attempt)`` has two different decisions, every correction
+log is in the table once, and every malformed record is in the dead-letter topic.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ops.fakes.messages_api import MessagesApiServer
 async def run(stage: Stage, *, drafts: int = 10_000, kills: int = 5, rate: float = 220.0,
               malformed_every: int = 50, agents: int = 40) -> Figures:  # fmt: skip
     names = [f"{stage.prefix}clerk{i}" for i in range(agents)]
-    await prepare(stage, names)
+    await prepare(stage, names, inline=names[1::2])
     async with MessagesApiServer(random_scores(seed=10)) as judge:
         workers = list(await asyncio.gather(*(stage.start(stage.worker(judge.base_url)) for _ in range(2))))
         sending = asyncio.ensure_future(send_stream(stage, names, drafts, rate, malformed_every))

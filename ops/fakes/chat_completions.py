@@ -35,7 +35,7 @@ class ChatCompletionsServer(FakeLlmServer):
     def _error_body(self, behaviour: Behaviour) -> dict[str, Any]:
         return {"error": {"type": behaviour.error_type, "message": f"fake server: {behaviour.error_type}"}}
 
-    def _success_body(self, body: dict[str, Any], text: str) -> dict[str, Any]:
+    def _success_body(self, body: dict[str, Any], text: str, state: Any = None) -> dict[str, Any]:
         prompt_tokens = estimate_tokens(len(self.prompt_text(body)))
         completion_tokens = estimate_tokens(len(text))
         usage: dict[str, Any] = {

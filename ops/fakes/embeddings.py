@@ -27,7 +27,7 @@ class EmbeddingsServer(FakeLlmServer):
     def _error_body(self, behaviour: Behaviour) -> dict[str, Any]:
         return {"error": {"type": behaviour.error_type, "message": f"fake server: {behaviour.error_type}"}}
 
-    def _success_body(self, body: dict[str, Any], text: str) -> dict[str, Any]:
+    def _success_body(self, body: dict[str, Any], text: str, state: Any = None) -> dict[str, Any]:
         inputs = body.get("input", [])
         texts = [str(x) for x in (inputs if isinstance(inputs, list) else [inputs])]
         return {

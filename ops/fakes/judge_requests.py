@@ -52,6 +52,7 @@ def make_request(
     action: str | None = "I think we should all go bowling tonight.",
     supplementary: str | None = None,
     double_check: bool = False,
+    share_history: bool = False,
 ) -> JudgeRequest:
     """A judge request; ``claims`` is a list or a number of generated claims."""
     claim_tuple = make_claims(claims) if isinstance(claims, int) else tuple(claims)
@@ -67,4 +68,5 @@ def make_request(
         action=action,
         supplementary=supplementary,
         double_check=double_check,
+        share_history=share_history,
     )

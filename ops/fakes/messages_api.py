@@ -5,10 +5,9 @@ and ``usage`` (including simulated prompt-cache counters), and error bodies for 
 ``overloaded_error``. Behaviours are scripted per test (see :class:`ops.fakes.server.Behaviour`); by default
 it answers every claim of the judge prompt with valid JSON.
 
-Prompt caching is simulated: the cached part of a request is every system and first-turn block up to the last
-block marked with ``cache_control``. The first time a given cached part is seen its tokens are reported as
-``cache_creation_input_tokens``, afterwards as ``cache_read_input_tokens``; the rest counts as
-``input_tokens`` (tokens ≈ characters / 4).
+Prompt caching is accounted as the API does it (:mod:`ops.fakes.prompt_cache`): reads of the longest cached
+prefix, writes up to the last ``cache_control`` breakpoint, the model's minimum cacheable length, entries
+readable only once the writing response has begun, at most four breakpoints (tokens ≈ characters / 4).
 
 Usage in tests::
 
@@ -25,10 +24,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
 import itertools
 from typing import Any
 
+from aiohttp import web
+
+from ops.fakes.prompt_cache import PREFILL_SHARE, PromptCache, TooManyBreakpoints, Usage
 from ops.fakes.server import AutoAnswers, Behaviour, FakeLlmServer, estimate_tokens
 
 _ids = itertools.count(1)
@@ -41,7 +42,7 @@ class MessagesApiServer(FakeLlmServer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._seen_prefixes: set[str] = set()
+        self.cache = PromptCache()
 
     @property
     def base_url(self) -> str:
@@ -56,7 +57,16 @@ class MessagesApiServer(FakeLlmServer):
             "error": {"type": behaviour.error_type, "message": f"fake server: {behaviour.error_type}"},
         }
 
-    def _success_body(self, body: dict[str, Any], text: str) -> dict[str, Any]:
+    def _arrived(self, body: dict[str, Any], behaviour: Behaviour) -> Usage | web.Response:
+        model = str(body.get("model", ""))
+        try:
+            return self.cache.account(model, _blocks(body), ready_after_s=behaviour.delay_s * PREFILL_SHARE)
+        except TooManyBreakpoints as error:
+            refusal = {"type": "error", "error": {"type": "invalid_request_error", "message": str(error)}}
+            return web.json_response(refusal, status=400)
+
+    def _success_body(self, body: dict[str, Any], text: str, state: Any = None) -> dict[str, Any]:
+        usage = state if isinstance(state, Usage) else self.cache.account(str(body.get("model", "")), _blocks(body))
         return {
             "id": f"msg_fake_{next(_ids)}",
             "type": "message",
@@ -65,23 +75,7 @@ class MessagesApiServer(FakeLlmServer):
             "content": [{"type": "text", "text": text}],
             "stop_reason": "end_turn",
             "stop_sequence": None,
-            "usage": {**self._input_usage(body), "output_tokens": estimate_tokens(len(text))},
-        }
-
-    def _input_usage(self, body: dict[str, Any]) -> dict[str, int]:
-        blocks = _blocks(body)
-        total = sum(len(text) for text, _ in blocks)
-        last_marked = max((i for i, (_, marked) in enumerate(blocks) if marked), default=-1)
-        cached_text = "".join(text for text, _ in blocks[: last_marked + 1])
-        cached = estimate_tokens(len(cached_text))
-        key = hashlib.sha256(cached_text.encode()).hexdigest()
-        first_time = key not in self._seen_prefixes
-        if cached:
-            self._seen_prefixes.add(key)
-        return {
-            "input_tokens": estimate_tokens(total) - cached,
-            "cache_creation_input_tokens": cached if first_time else 0,
-            "cache_read_input_tokens": 0 if first_time else cached,
+            "usage": {**usage.as_dict(), "output_tokens": estimate_tokens(len(text))},
         }
 
 

@@ -204,6 +204,9 @@ class FakeLlmServer(abc.ABC):
         )
         self.requests.append(received)
         behaviour = self._next(received)
+        state = self._arrived(body, behaviour) if behaviour.status == 200 else None
+        if isinstance(state, web.Response):  # the request itself is refused (400)
+            return state
         if behaviour.delay_s > 0:
             await asyncio.sleep(behaviour.delay_s)
         if behaviour.status != 200:
@@ -212,9 +215,9 @@ class FakeLlmServer(abc.ABC):
         prompt_text = self.prompt_text(body)
         text = behaviour.text if behaviour.text is not None else auto_answer(prompt_text, self.answers, behaviour.value)
         if behaviour.truncated:
-            whole = json.dumps(self._success_body(body, text))
+            whole = json.dumps(self._success_body(body, text, state))
             return web.Response(text=whole[: len(whole) // 2], content_type="application/json")
-        return web.json_response(self._success_body(body, text))
+        return web.json_response(self._success_body(body, text, state))
 
     @abc.abstractmethod
     def prompt_text(self, body: dict[str, Any]) -> str:
@@ -223,8 +226,14 @@ class FakeLlmServer(abc.ABC):
     @abc.abstractmethod
     def _error_body(self, behaviour: Behaviour) -> dict[str, Any]: ...
 
+    def _arrived(self, body: dict[str, Any], behaviour: Behaviour) -> Any:
+        """What a server works out when a request it will answer arrives (before the answer's delay): the
+        Messages API fake reads and writes its prompt cache here. Passed to :meth:`_success_body`; a
+        ``web.Response`` is sent at once instead (a request the API refuses)."""
+        return None
+
     @abc.abstractmethod
-    def _success_body(self, body: dict[str, Any], text: str) -> dict[str, Any]: ...
+    def _success_body(self, body: dict[str, Any], text: str, state: Any = None) -> dict[str, Any]: ...
 
 
 def estimate_tokens(chars: int) -> int:

@@ -115,21 +115,20 @@ class GateDeps:
                 deliveries.extend(await flush(keys, send))
         return deliveries
 
-    async def persist_verdicts(
+    async def ship_verdicts(
         self, draft_ids: Iterable[str], send: Sender | None = None, ship: Callable[[], Awaitable[None]] | None = None
-    ) -> None:
+    ) -> list[asyncio.Future[Any]]:
         """Send the verdict records of ``draft_ids`` (with ``send``, then ``ship()`` when given: a lane batch
-        gathers them into whole Kafka batches) and wait until the broker has them.
-
-        Called before the verdicts themselves are sent: a verdict on the broker always has its record, so a
+        gathers them into whole Kafka batches); the returned futures resolve once the broker has them. They go
+        before the verdicts themselves, which wait for them: a verdict on the broker always has its record, so a
         redelivered attempt is re-emitted from it, never judged a second time (see :func:`process_draft`)."""
         flush = getattr(self.verdicts, "flush", None)
         if flush is None:
-            return
-        delivered = await flush(draft_ids, send or self.send)
+            return []
+        delivered: list[asyncio.Future[Any]] = await flush(draft_ids, send or self.send)
         if ship is not None:
             await ship()
-        await asyncio.gather(*delivered)
+        return delivered
 
     @functools.cached_property
     def topics(self) -> Topics:
@@ -222,6 +221,7 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
         recent=[deps.tokenized(r["text"]) for r in recent[-RECENT_FOR_SIMILARITY:]] if similar else [],
         deadline_s=deps.settings.judge_deadline_s,
         parallel=deps.settings.gate_parallel,
+        share_prefix=deps.settings.gate_share_prefix,
         tokens=deps.tokenized(draft.text) if similar else None,  # cached: a commit joins the history
     )
     earlier = [AttemptSummary(**a) for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] < draft.attempt]
@@ -384,7 +384,7 @@ async def process_draft(
         )
     remember_verdict(tables.verdicts, draft, record)
     if flush:  # the record is durable before the verdict goes out (a lane batch does this for all its drafts)
-        await deps.persist_verdicts((draft.draft_id,))
+        await asyncio.gather(*await deps.ship_verdicts((draft.draft_id,)))
     deliveries = await _emit(deps, draft, record, send)
     if decision.decision is Decision.RETRY:
         attempts = [a for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] != draft.attempt]

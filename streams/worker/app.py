@@ -203,6 +203,7 @@ def _install_lanes(app: DriftApp, worker: Worker) -> None:
     app.add_fast_lane(topics.drafts, gate)
     app.add_fast_lane(topics.messages, state)
     app.close_before_output(gate.dispatcher.close)  # drafts being judged send their records on the output
+    app.close_before_output(gate.flushed)  # so do the inline drafts of the batches decided last
 
     async def revoked(sender: Any, revoked: set[Any], **kwargs: Any) -> None:
         await gate.on_revoked(revoked)  # awaited before the group re-forms: see GateLane.on_revoked

@@ -29,7 +29,8 @@ from streams.wire.payloads import Draft, EvaluationRequest, Message, decode, enc
 
 log = logging.getLogger(__name__)
 Keyed = TypeVar("Keyed", Draft, Message)
-Item = tuple[Any, Draft, float]
+#: (message, draft, received, the chain link that was last when the draft was queued, if any)
+Item = tuple[Any, Draft, float, "asyncio.Future[None] | None"]
 
 
 def keyed(record: Any, model: type[Keyed]) -> Keyed:
@@ -58,6 +59,13 @@ class GateLane:
     inline, with no task: the batch's records go out as whole Kafka batches (:class:`OutputBatch`) with one
     changelog record per key, and one countdown acks them all. Every other draft goes to its agent's queue in
     the :class:`KeyedDispatcher`, so a slow judge call never holds up other agents.
+
+    The inline drafts' verdict records are shipped at once, but their outputs wait for the broker to have them
+    (a verdict never goes out without its record). That wait is not the lane's: each batch's rest — await its
+    verdict records, flush its table writes, ship its outputs, ack — is a link of a chain (:meth:`_finish`),
+    started after the previous batch's link, while the lane decides the next batch. Links run in batch order,
+    so per-key order holds across batches; a judged draft waits for the link last when it was queued (its
+    records then follow the inline ones of its agent); a revocation waits for the chain to run out.
     """
 
     def __init__(
@@ -71,6 +79,7 @@ class GateLane:
         self._batches = 0  # lane batches being handled
         self._no_batch = asyncio.Event()
         self._no_batch.set()
+        self._tail: asyncio.Future[None] | None = None  # the last link of the chain of batch flushes
 
     async def on_revoked(self, revoked: set[Any]) -> None:
         """Partitions are taken away (a rebalance): give up their drafts that have not started — they are not
@@ -83,14 +92,22 @@ class GateLane:
 
         withdrawn = await self.dispatcher.withdraw(unwanted)  # frees slots a batch's submit may be waiting for
         await self._no_batch.wait()  # a batch fetched before the rebalance may still be submitting
+        await self.flushed()  # and the verdict records of the batches decided so far are on the broker
         withdrawn += await self.dispatcher.withdraw(unwanted)
-        for message, _, _ in withdrawn:
+        for message, *_ in withdrawn:
             self.consumer.release(message)
         if withdrawn:
             log.info("rebalance: %d queued draft(s) of revoked partitions left to their next owner", len(withdrawn))
 
     def ack(self, message: Any) -> None:
         self.consumer.ack(message)
+
+    async def flushed(self) -> None:
+        """Wait until every link of the chain of batch flushes started so far has run (whatever its outcome)."""
+        while (tail := self._tail) is not None:
+            await asyncio.wait([tail])
+            if self._tail is tail:
+                self._tail = None
 
     async def wait_ready(self) -> None:
         """No draft is decided before the stored agent configurations are loaded (see
@@ -99,8 +116,8 @@ class GateLane:
 
     async def _judge(self, item: Item, batch: OutputBatch | None = None) -> list[asyncio.Future[Any]] | None:
         """The draft's delivery futures; None when it failed and was dead-lettered (and acked). In a ``batch``,
-        its records and table writes wait for the batch's flush."""
-        message, draft, received = item
+        its records and table writes wait for the batch's flush (and its verdict record for the caller's)."""
+        message, draft, received, _ = item
         try:
             if batch is None:
                 return await process_draft(self.gate, draft, received, partition=message.partition)
@@ -116,13 +133,29 @@ class GateLane:
             return None
 
     async def _handle(self, item: Item) -> None:
+        if (before := item[3]) is not None:  # the agent's inline drafts of earlier batches send their records first
+            await asyncio.wait([before])  # that link only: later ones hold no draft of this agent (queued here)
         try:
-            deliveries = await self._judge(item)
+            deliveries = await self._judge_alone(item)
         except KafkaError as exc:  # neither dead-lettered nor acked: fetched again after a restart or rebalance
             log.warning("draft %s: its records were not sent (%r); it stays unacked", item[1].draft_id, exc)
             return
         if deliveries is not None:
             ack_when_delivered(self.ack, [item[0]], deliveries)
+
+    async def _judge_alone(self, item: Item) -> list[asyncio.Future[Any]] | None:
+        """A judged draft's records in Kafka batches of its own, each submitted complete (no linger, unlike a
+        single send): its verdict record first, acknowledged, then its outputs and table writes."""
+        draft = item[1]
+        out = self.batch()
+        sent = await self._judge(item, out)
+        if sent is None:
+            return None
+        records = self.batch()
+        await asyncio.gather(*await self.gate.ship_verdicts((draft.draft_id,), records.send, records.flush))
+        sent.extend(await self.gate.flush_tables((draft.agent_id, draft.draft_id), out.send))
+        await out.flush()
+        return sent
 
     async def _decode(self, message: Any) -> Draft | None:
         try:
@@ -156,7 +189,7 @@ class GateLane:
             await configs.ensure({draft.agent_id for _, draft in drafts})
         try:
             for message, draft in drafts:
-                item = (message, draft, received)
+                item = (message, draft, received, self._tail)
                 if self.dispatcher.busy(draft.agent_id) or configs.get(draft.agent_id, draft.agent_name).needs_judge:
                     await self.dispatcher.submit(draft.agent_id, item)
                 elif (sent := await self._judge(item, batch)) is not None:
@@ -166,8 +199,29 @@ class GateLane:
                     decided.append(draft.draft_id)
             if not inline:
                 return
-            records = self.batch()  # the verdict records, shipped and acknowledged before the verdicts
-            await self.gate.persist_verdicts(decided, records.send, records.flush)
+            records = self.batch()  # the verdict records, shipped now and acknowledged before the verdicts
+            shipped = await self.gate.ship_verdicts(decided, records.send, records.flush)
+        except Exception:  # the broker refused or timed out: nothing is acked, nothing is lost
+            log.exception("the records of %d draft(s) were not sent; they stay unacked and come back after a "
+                          "restart or rebalance", len(inline))  # fmt: skip
+            return
+        self._tail = asyncio.ensure_future(self._finish(self._tail, shipped, written, batch, inline, deliveries))
+
+    async def _finish(
+        self,
+        previous: asyncio.Future[None] | None,
+        shipped: list[asyncio.Future[Any]],
+        written: set[str],
+        batch: OutputBatch,
+        inline: list[Any],
+        deliveries: set[asyncio.Future[Any]],
+    ) -> None:
+        """One batch's link of the chain: after the previous link, once its verdict records are on the broker,
+        flush its table writes and ship its outputs; ack its drafts once all of it is delivered."""
+        if previous is not None:
+            await asyncio.wait([previous])
+        try:
+            await asyncio.gather(*shipped)
             deliveries.update(await self.gate.flush_tables(written, batch.send))
             await batch.flush()
         except Exception:  # the broker refused or timed out: nothing is acked, nothing is lost

@@ -89,6 +89,39 @@ class OrderRecorder:
             self.events.append(("end", claim))
 
 
+class ShareRecorder(OrderRecorder):
+    """Also records which requests asked for their evidence to be cached."""
+
+    def __init__(self, inner: ScriptedJudge) -> None:
+        super().__init__(inner)
+        self.shared: dict[str, bool] = {}
+
+    async def evaluate(self, request: JudgeRequest) -> JudgeResult:
+        self.shared[request.claims[0].id] = request.share_history
+        return await super().evaluate(request)
+
+
+async def test_staged_dimensions_wait_for_the_first_of_their_prompt_prefix(
+    make_psets: PsetFactory, make_config: ConfigFactory, target: ScoringTarget
+) -> None:
+    judge = ShareRecorder(scripted({"proposition": "*", "value": 8, "delay_s": 0.02}))
+    psets = make_psets(Dimension.ADHERENCE, Dimension.CONSISTENCY, Dimension.FLUENCY, Dimension.SUITABILITY)
+    consistency = psets[Dimension.CONSISTENCY]  # no persona: a prompt prefix of its own
+    psets[Dimension.CONSISTENCY] = consistency.model_copy(update={"include_personas": False})
+    config = make_config(gate_adherence_enabled=True, gate_consistency_enabled=True, gate_fluency_enabled=True,
+                         gate_suitability_enabled=True)  # fmt: skip
+    with_prior = ScoringTarget("Michael Scott", "michael", events=(Event("michael", "Michael Scott", "Hi"),),
+                               action="the cat sat on the mat")  # fmt: skip
+    result = await run_checks(judge, psets, with_prior, config, attempt=1, recent=[], share_prefix=True)
+    events = judge.events
+    # adherence leads fluency and suitability (persona), consistency is alone in its group: it starts at once
+    assert events.index(("end", "adherence-p")) < events.index(("start", "fluency-p"))
+    assert events.index(("end", "adherence-p")) < events.index(("start", "suitability-p"))
+    assert events.index(("start", "consistency-p")) < events.index(("end", "adherence-p"))
+    assert judge.shared == {"adherence-p": True, "fluency-p": True, "suitability-p": True, "consistency-p": False}
+    assert all(c.score == 8 and not c.timed_out for c in result.checks)
+
+
 async def test_dimensions_are_judged_in_parallel(
     make_psets: PsetFactory, make_config: ConfigFactory, target: ScoringTarget
 ) -> None:

@@ -16,7 +16,7 @@ def chat_body(count: int) -> dict[str, object]:
         "model": "local",
         "messages": [
             {"role": "system", "content": prompt.system},
-            {"role": "user", "content": f"{prompt.prefix}\n\n{prompt.variable}"},
+            {"role": "user", "content": prompt.user_text()},
         ],
     }
 

@@ -14,16 +14,19 @@ import httpx
 import pytest
 
 from engine.judges.base import JudgeMode
+from engine.models import Persona
 from engine.prompts import build_prompt
-from ops.fakes.judge_requests import make_request
+from ops.fakes.judge_requests import make_persona, make_request
 from ops.fakes.messages_api import MessagesApiServer
 from ops.fakes.server import Behaviour, ReceivedRequest
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def body_for(count: int, mode: JudgeMode = JudgeMode.SCORE, action: str = "draft") -> dict[str, Any]:
-    prompt = build_prompt(make_request(mode, claims=count, action=action))
+def body_for(
+    count: int, mode: JudgeMode = JudgeMode.SCORE, action: str = "draft", persona: Persona | None = None
+) -> dict[str, Any]:
+    prompt = build_prompt(make_request(mode, claims=count, action=action, persona=persona))
     return {
         "model": "m",
         "max_tokens": 100,
@@ -32,8 +35,9 @@ def body_for(count: int, mode: JudgeMode = JudgeMode.SCORE, action: str = "draft
             {
                 "role": "user",
                 "content": [
-                    {"type": "text", "text": prompt.prefix, "cache_control": {"type": "ephemeral"}},
-                    {"type": "text", "text": prompt.variable},
+                    {"type": "text", "text": prompt.about, "cache_control": {"type": "ephemeral"}},
+                    {"type": "text", "text": prompt.history},
+                    {"type": "text", "text": prompt.new},
                 ],
             }
         ],
@@ -70,8 +74,9 @@ async def test_individual_check_and_enumerate_answers(server: MessagesApiServer)
 
 
 async def test_cache_is_created_once_then_read(server: MessagesApiServer) -> None:
-    first = (await post(server, body_for(2, action="one"))).json()["usage"]
-    second = (await post(server, body_for(2, action="two, longer"))).json()["usage"]
+    persona = make_persona().model_copy(update={"background": "A long life in paper sales. " * 60})
+    first = (await post(server, body_for(2, action="one", persona=persona))).json()["usage"]
+    second = (await post(server, body_for(2, action="two, longer", persona=persona))).json()["usage"]
     assert first["cache_creation_input_tokens"] > 0 and first["cache_read_input_tokens"] == 0
     assert second["cache_read_input_tokens"] == first["cache_creation_input_tokens"]
     assert second["cache_creation_input_tokens"] == 0

@@ -83,6 +83,7 @@ async def test_inline_drafts_are_acked_only_once_their_records_are_delivered() -
     records = [draft(1), draft(2, "pam")]
     await lane(records)
     assert [topic for topic, _ in rt.batch.sent].count(rt.deps.topics.verdicts) == 2 and rt.acked == []
+    await lane.flushed()
     for future in rt.batch.futures[:-1]:
         future.set_result(None)
     await asyncio.sleep(0)
@@ -96,9 +97,11 @@ async def test_a_bad_draft_is_dead_lettered_and_acked_and_the_rest_goes_on() -> 
     rt = FakeRuntime()
     bad = Record(b"jim", b'{"draft_id": "x", "agent_id": "dwight", "text": "hi"}', offset=7)
     good = draft(8)
-    await rt.lane()([bad, good])
+    lane = rt.lane()
+    await lane([bad, good])
     assert rt.dead and rt.dead[0][0] is bad and "agent_id" in rt.dead[0][1]
     assert rt.acked == [bad]
+    await lane.flushed()
     for future in rt.batch.futures:
         future.set_result(None)
     await asyncio.sleep(0)
@@ -107,8 +110,9 @@ async def test_a_bad_draft_is_dead_lettered_and_acked_and_the_rest_goes_on() -> 
 
 async def test_a_failed_send_leaves_the_drafts_unacked(caplog: pytest.LogCaptureFixture) -> None:
     rt = FakeRuntime(fail=True)
-    await rt.lane()([draft(1)])
-    await asyncio.sleep(0)
+    lane = rt.lane()
+    await lane([draft(1)])
+    await lane.flushed()
     assert rt.acked == [] and "stay unacked" in caplog.text
 
 
@@ -133,4 +137,83 @@ async def test_a_draft_whose_records_cannot_be_sent_is_neither_dead_lettered_nor
     lane = rt.lane()
     await lane([draft(1)])
     await lane.dispatcher.wait_idle()
+    await lane.flushed()
     assert rt.dead == [] and rt.acked == []
+
+
+class DeferredVerdicts(dict[str, Any]):
+    """The verdict-record table: each flush returns a delivery future the test settles."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: list[asyncio.Future[Any]] = []
+
+    async def flush(self, keys: Any, send: Any) -> list[asyncio.Future[Any]]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pending.append(future)
+        return [future]
+
+
+async def test_batches_do_not_wait_for_their_verdict_records_but_their_outputs_do_in_batch_order() -> None:
+    rt = FakeRuntime()
+    verdicts = rt.deps.verdicts = DeferredVerdicts()
+    shipped: list[str] = []  # output batches in the order they were submitted
+
+    @dataclass
+    class Named(FakeBatch):
+        name: str = ""
+
+        async def flush(self) -> None:
+            shipped.append(self.name)
+
+    batches: list[Named] = []
+
+    def new_batch() -> Named:
+        batches.append(made := Named(name=f"batch{len(batches) + 1}"))
+        return made
+
+    lane = GateLane(rt.deps, rt, new_batch, rt.dead_letter)  # type: ignore[arg-type]
+    await lane([draft(1)])  # returns with its verdict record still unconfirmed: the next batch goes on
+    await lane([draft(2)])
+    await asyncio.sleep(0)
+    outputs = [b.name for b in batches if any(t == rt.deps.topics.verdicts for t, _ in b.sent)]
+    assert len(outputs) == 2 and not set(outputs) & set(shipped)  # no verdict before its record
+    verdicts.pending[1].set_result(None)  # the second batch's record first: it still waits for the first
+    await asyncio.sleep(0.01)
+    assert not set(outputs) & set(shipped)
+    verdicts.pending[0].set_result(None)
+    await lane.flushed()
+    assert [name for name in shipped if name in outputs] == outputs  # batch order
+    assert rt.acked == []
+    for future in [*verdicts.pending, *(f for each in batches for f in each.futures)]:
+        if not future.done():
+            future.set_result(None)
+    await asyncio.sleep(0)
+    assert [r.offset for r in rt.acked] == [1, 2]
+
+
+async def test_a_judged_draft_waits_for_the_link_before_it_not_for_later_ones() -> None:
+    configs = ConfigCache(default=AgentConfig(gate_similarity_enabled=True))
+    configs.apply("oscar", AgentConfig(gate_adherence_enabled=True))  # judged; the others are decided inline
+    rt = FakeRuntime(configs=configs)
+    verdicts = rt.deps.verdicts = DeferredVerdicts()
+    lane = rt.lane()
+    await lane([draft(1)])  # an inline link whose verdict record is not confirmed yet
+    await lane([draft(2, "oscar")])
+    await lane([draft(3, "pam")])  # a later link, never confirmed during this test
+    await asyncio.sleep(0.01)
+    judged = [t for t, k in rt.batch.sent if k == b"oscar" and t == rt.deps.topics.verdicts]
+    assert judged == []  # oscar's verdict waits for the first link
+    assert len(verdicts.pending) == 2  # the records of the two inline links
+    later = verdicts.pending[1]  # the later link's: never confirmed
+    idle = asyncio.ensure_future(lane.dispatcher.wait_idle())
+    for _ in range(500):  # confirm every other record as it is asked for: the first link's, then oscar's
+        for future in verdicts.pending:
+            if future is not later and not future.done():
+                future.set_result(None)
+        if idle.done():
+            break
+        await asyncio.sleep(0.01)
+    assert idle.done() and not later.done()
+    judged = [t for t, k in rt.batch.sent if k == b"oscar" and t == rt.deps.topics.verdicts]
+    assert len(judged) == 1

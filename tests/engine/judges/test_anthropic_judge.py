@@ -15,7 +15,7 @@ from engine.judges.anthropic import AnthropicJudge
 from engine.judges.base import JudgeMode
 from engine.judges.llm import CallPolicy
 from engine.prompts import double_check_turn
-from ops.fakes.judge_requests import make_events, make_request
+from ops.fakes.judge_requests import make_events, make_persona, make_request
 from ops.fakes.messages_api import MessagesApiServer
 from ops.fakes.server import Behaviour, ReceivedRequest
 
@@ -60,11 +60,15 @@ def reply(value: object, reasoning: str = "looked at every message") -> Behaviou
     return Behaviour.answer(json.dumps({"reasoning": reasoning, "value": value}))
 
 
+#: a persona long enough that system text + target + persona pass the minimum cacheable length (1,024 tokens)
+LONG_PERSONA = make_persona().model_copy(update={"background": "Twelve years of paper sales in Scranton. " * 20})
+
+
 async def test_success_sends_a_cached_temperature_zero_request(
     server: MessagesApiServer, make_judge: MakeJudge
 ) -> None:
     judge = make_judge()
-    result = await judge.evaluate(make_request(events=make_events(3)))
+    result = await judge.evaluate(make_request(events=make_events(3), persona=LONG_PERSONA))
     assert result.judge == "anthropic:claude-test-model"
     assert result.answers[0].value == 7
     assert result.calls == 1
@@ -75,20 +79,49 @@ async def test_success_sends_a_cached_temperature_zero_request(
     assert body["model"] == "claude-test-model"
     assert body["temperature"] == 0
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
-    prefix_block, variable_block = body["messages"][0]["content"]
-    assert prefix_block["cache_control"] == {"type": "ephemeral"}
-    assert "cache_control" not in variable_block
-    assert "<claims" in prefix_block["text"] and "message number 2" in variable_block["text"]
+    about, history, new = body["messages"][0]["content"]
+    assert about["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in history and "cache_control" not in new  # nobody else reads them
+    assert "<persona>" in about["text"] and "message number 2" in history["text"] and "<claims" in new["text"]
     assert sent_key(received) == PLANTED_KEY
 
 
 async def test_second_call_for_the_same_target_reads_the_cache(make_judge: MakeJudge) -> None:
     judge = make_judge()
-    first = await judge.evaluate(make_request(action="first draft"))
-    second = await judge.evaluate(make_request(action="a different second draft"))
+    first = await judge.evaluate(make_request(action="first draft", persona=LONG_PERSONA))
+    second = await judge.evaluate(make_request(action="a different second draft", persona=LONG_PERSONA))
     assert first.usage.cache_read_input_tokens == 0
     assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens > 0
     assert second.usage.cache_creation_input_tokens == 0
+
+
+async def test_below_the_minimum_cacheable_length_nothing_is_cached(make_judge: MakeJudge) -> None:
+    judge = make_judge()
+    for action in ("first draft", "second draft"):
+        usage = (await judge.evaluate(make_request(action=action))).usage  # about 1,000 tokens in all
+        assert usage.cache_read_input_tokens == usage.cache_creation_input_tokens == 0
+
+
+async def test_shared_evidence_is_written_once_and_read_by_the_next_dimension(
+    server: MessagesApiServer, make_judge: MakeJudge
+) -> None:
+    judge = make_judge()
+    events = make_events(40)
+    first = await judge.evaluate(make_request(claims=2, events=events, share_history=True, action="same draft"))
+    second = await judge.evaluate(make_request(claims=3, events=events, share_history=True, action="same draft"))
+    history_block = server.requests[0].body["messages"][0]["content"][1]
+    assert history_block["cache_control"] == {"type": "ephemeral"}
+    assert first.usage.cache_creation_input_tokens > 0
+    assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
+    assert second.usage.input_tokens < first.usage.cache_creation_input_tokens / 4  # only the claims are new
+
+
+async def test_a_double_check_reads_its_whole_first_turn(server: MessagesApiServer, make_judge: MakeJudge) -> None:
+    judge = make_judge()
+    result = await judge.evaluate(make_request(events=make_events(40), double_check=True))
+    first = server.requests[0].body
+    assert len([b for b in first["messages"][0]["content"] if "cache_control" in b]) == 2  # about, new
+    assert result.calls == 2 and result.usage.cache_read_input_tokens > 0
 
 
 @pytest.mark.parametrize(
@@ -164,8 +197,8 @@ async def test_out_of_range_value_is_repaired_or_rejected(server: MessagesApiSer
 
 def values_by_id(received: ReceivedRequest) -> Behaviour:
     """A batch reply listing the claims in reverse order with value = claim number % 10."""
-    prefix = received.body["messages"][0]["content"][0]["text"]
-    ids = [line.split('"')[1] for line in prefix.splitlines() if line.startswith("[")]
+    new = received.body["messages"][0]["content"][-1]["text"]  # the claims come last, after the evidence
+    ids = [line.split('"')[1] for line in new.splitlines() if line.startswith("[")]
     results = [{"id": i, "reasoning": "r", "value": int(i.rsplit("-", 1)[1]) % 10} for i in reversed(ids)]
     return Behaviour.answer(json.dumps({"results": results}))
 
@@ -195,7 +228,7 @@ async def test_default_fake_answers_batches_of_every_mode(make_judge: MakeJudge)
 
 async def test_double_check_replaces_the_value(server: MessagesApiServer, make_judge: MakeJudge) -> None:
     server.enqueue(reply(8, "generous first look"), reply(5, "stricter second look"))
-    result = await make_judge().evaluate(make_request(double_check=True))
+    result = await make_judge().evaluate(make_request(double_check=True, persona=LONG_PERSONA))
     answer = result.answers[0]
     assert (answer.value, answer.first_value) == (5, 8)
     assert answer.reasoning == "stricter second look"

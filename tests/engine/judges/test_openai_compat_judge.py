@@ -64,6 +64,8 @@ async def test_success_request_shape(server: ChatCompletionsServer, make_judge: 
     assert [m["role"] for m in messages] == ["system", "user"]
     assert "# The scale" in messages[0]["content"]
     assert "<claims" in messages[1]["content"] and "<data-" in messages[1]["content"]
+    user = messages[1]["content"]  # the cache order of engine.prompts: target, evidence, then the draft's claims
+    assert user.index("# Target") < user.index("# Evidence") < user.index("### judged action") < user.index("<claims")
     assert received.headers["authorization"] == f"Bearer {PLANTED_KEY}"
 
 
@@ -137,7 +139,7 @@ async def test_double_check(server: ChatCompletionsServer, make_judge: MakeJudge
 async def test_malformed_response_body_is_a_judge_error(
     server: ChatCompletionsServer, make_judge: MakeJudge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server, "_success_body", lambda body, text: {"choices": []})
+    monkeypatch.setattr(server, "_success_body", lambda body, text, state=None: {"choices": []})
     with pytest.raises(JudgeError, match="malformed"):
         await make_judge().evaluate(make_request())
 
