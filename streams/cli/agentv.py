@@ -112,7 +112,7 @@ def run_command(
     _write_outputs(batches, out)
     summary = _emit(outcomes, runs, output_format, _unsandboxed_mark(options, runs))
     if settings.database_url:
-        run(_record(settings.database_url, runs))
+        run(_record(settings.database_url, runs, settings.connect_timeout_s))
     _exit_code(outcomes, summary, threshold, allow_failures)
 
 
@@ -270,10 +270,10 @@ def _emit(outcomes: list[Any], runs: list[Any], output_format: str, label: str |
     return overall
 
 
-async def _record(url: str, runs: list[Any]) -> None:
+async def _record(url: str, runs: list[Any], timeout_s: float) -> None:
     from streams.store.formats import record_runs
 
-    await record_runs(url, runs)
+    await record_runs(url, runs, timeout_s=timeout_s)
 
 
 @app.command("compare")

@@ -27,7 +27,7 @@ def alerts_list(
 
     settings = settings_from(database=database)
     start = parse_time(since) if since else None
-    rows = run(_alerts(settings.database(), agent, start, open_only, limit))
+    rows = run(_alerts(settings.database(), settings.connect_timeout_s, agent, start, open_only, limit))
     if as_json:
         typer.echo(json.dumps([_jsonable(r) for r in rows], indent=2))
         return
@@ -54,7 +54,7 @@ def alerts_ack(
     from engine.errors import ConfigurationError
 
     settings = settings_from(database=database)
-    row = run(_ack(settings.database(), alert_id))
+    row = run(_ack(settings.database(), settings.connect_timeout_s, alert_id))
     if row is None:
         raise ConfigurationError(f"no alert {alert_id!r}: `drift alerts list` shows the ids")
     typer.echo(
@@ -63,17 +63,19 @@ def alerts_ack(
     )
 
 
-async def _alerts(url: str, agent: str | None, since: datetime | None, open_only: bool, limit: int) -> list[Any]:
+async def _alerts(
+    url: str, timeout_s: float, agent: str | None, since: datetime | None, open_only: bool, limit: int
+) -> list[Any]:
     from streams.store import Store
 
-    async with await Store.connect(url) as store:
+    async with await Store.connect(url, timeout_s=timeout_s) as store:
         return await store.alerts(agent_id=agent, since=since, open_only=open_only, limit=limit)
 
 
-async def _ack(url: str, alert_id: str) -> dict[str, Any] | None:
+async def _ack(url: str, timeout_s: float, alert_id: str) -> dict[str, Any] | None:
     from streams.store import Store
 
-    async with await Store.connect(url) as store:
+    async with await Store.connect(url, timeout_s=timeout_s) as store:
         return await store.acknowledge_alert(alert_id)
 
 

@@ -136,7 +136,7 @@ async def _prepare(settings: Settings) -> None:
     from streams.store import Store
     from streams.wire.kafka import create_topics
 
-    async with await Store.connect(settings.database()) as store:
+    async with await Store.connect(settings.database(), timeout_s=settings.connect_timeout_s) as store:
         await store.migrate()
     await create_topics(settings)
 
@@ -156,7 +156,7 @@ async def run(planned: Planned, options: RunOptions, settings: Settings, console
     actor = make_actor(settings.effective_actor(), settings)
     extractor = actor.model if isinstance(actor, LlmActor) else ScriptedListModel()
     judge = make_judge(settings.effective_judge(), settings)
-    async with await Store.connect(settings.database()) as db:
+    async with await Store.connect(settings.database(), timeout_s=settings.connect_timeout_s) as db:
         await db.migrate()
         xstore = ExperimentStore(db)
         experiment_id, attempt = await _open(xstore, planned, options, actor.name, judge.name)

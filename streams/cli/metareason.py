@@ -216,7 +216,7 @@ async def _record(result: FormatRun, settings: Settings) -> None:
         return
     from streams.store.formats import record_runs
 
-    await record_runs(settings.database_url, [result])
+    await record_runs(settings.database_url, [result], timeout_s=settings.connect_timeout_s)
 
 
 class _progress:

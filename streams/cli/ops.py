@@ -196,7 +196,8 @@ def _database_stats(settings: Settings, agent: str | None, since: str | None) ->
     """The statistics computed from the correction logs (``agent``'s only when given), and where from."""
     from streams.client.replay import parse_time
 
-    snapshot = run(_database_snapshot(settings.database(), agent, parse_time(since) if since else None))
+    window = parse_time(since) if since else None
+    snapshot = run(_database_snapshot(settings.database(), agent, window, settings.connect_timeout_s))
     if not snapshot.pop("known", True):
         from streams.cli.agents import note_unknown_agent
 
@@ -360,13 +361,13 @@ def _failed_scores(dims: Any) -> dict[str, dict[str, float | int]]:
     }
 
 
-async def _database_snapshot(url: str, agent: str | None, since: Any) -> dict[str, Any]:
+async def _database_snapshot(url: str, agent: str | None, since: Any, timeout_s: float = 5.0) -> dict[str, Any]:
     """The /stats aggregates from ``correction_logs``. The logs keep scores but not the thresholds in force,
     so failures are counted against each agent's current thresholds; judge calls are not logged (None)."""
     from streams.cli.agents import known_in_database
     from streams.store import Store
 
-    async with await Store.connect(url) as store:
+    async with await Store.connect(url, timeout_s=timeout_s) as store:
         known = agent is None or await known_in_database(store, agent)
         totals = await store.pool.fetchrow(_TOTALS_SQL, agent, since)
         dims = await store.pool.fetch(_DIMENSIONS_SQL, agent, since)

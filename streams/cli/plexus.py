@@ -206,7 +206,7 @@ def evaluate(
                              progress=lambda item: advance(item.item_id))  # fmt: skip
         result = run(job)
     if settings.database_url:
-        run(_record(result, settings.database_url))
+        run(_record(result, settings.database_url, settings.connect_timeout_s))
     typer.echo(render_report(result, output_format))
     _exit_when_nothing_compared(result)
 
@@ -218,10 +218,10 @@ def _exit_when_nothing_compared(result: FormatRun) -> None:
         raise typer.Exit(1)
 
 
-async def _record(result: FormatRun, url: str) -> None:
+async def _record(result: FormatRun, url: str, timeout_s: float) -> None:
     from streams.store.formats import record_runs
 
-    await record_runs(url, [result], migrate=True, max_size=2)
+    await record_runs(url, [result], migrate=True, max_size=2, timeout_s=timeout_s)
 
 
 def _fmt(value: float | None) -> str:

@@ -134,7 +134,7 @@ def _run_embedded(
     try:
 
         async def prepare() -> None:
-            async with await Store.connect(settings.database()) as store:
+            async with await Store.connect(settings.database(), timeout_s=settings.connect_timeout_s) as store:
                 await store.migrate()
             await create_topics(settings)
 

@@ -58,7 +58,7 @@ async def _serve(settings: Settings, host: str, port: int, token: str) -> None:
     from streams.view.queries import ViewQueries
     from streams.view.server import build_app
 
-    async with await Store.connect(settings.database(), max_size=4) as store:
+    async with await Store.connect(settings.database(), max_size=4, timeout_s=settings.connect_timeout_s) as store:
         live = LiveVerdicts(settings)
         runner = web.AppRunner(build_app(settings, ViewQueries(store), live, token), access_log=None)
         await runner.setup()

@@ -128,7 +128,7 @@ async def apply_configs(target: Settings, configs: dict[str, dict[str, Any]], ag
     from streams.store import Store
 
     changed: list[str] = []
-    async with await Store.connect(target.database()) as store:
+    async with await Store.connect(target.database(), timeout_s=target.connect_timeout_s) as store:
         for agent in sorted(set(agents)):
             changes = changes_for(configs, agent)
             if not changes:

@@ -60,7 +60,7 @@ async def replay_from_database(
         raise ConfigurationError("--until must be later than --since")
     target = settings.with_(topic_prefix=to_prefix)
     await create_topics(target, partitions=partitions)
-    async with await Store.connect(settings.database()) as store:
+    async with await Store.connect(settings.database(), timeout_s=settings.connect_timeout_s) as store:
         rows = await store.recorded_drafts(since, until)
     drafts = [draft_of(row) for row in rows]
     valid = [d for d in drafts if d is not None]

@@ -64,9 +64,12 @@ class PostgresRunRecorder:
         return int(value)
 
 
-async def record_runs(url: str, runs: Sequence[FormatRun], *, migrate: bool = False, max_size: int = 8) -> None:
-    """Record ``runs`` in the database at ``url`` (one pool for all; ``migrate`` first when asked)."""
-    async with await Store.connect(url, max_size=max_size) as store:
+async def record_runs(
+    url: str, runs: Sequence[FormatRun], *, migrate: bool = False, max_size: int = 8, timeout_s: float = 5.0
+) -> None:
+    """Record ``runs`` in the database at ``url`` (one pool for all; ``migrate`` first when asked); an unreachable
+    database fails after ``timeout_s`` (the commands pass ``DRIFT_CONNECT_TIMEOUT_S``)."""
+    async with await Store.connect(url, max_size=max_size, timeout_s=timeout_s) as store:
         if migrate:
             await store.migrate()
         recorder = PostgresRunRecorder(store)
