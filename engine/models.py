@@ -192,7 +192,7 @@ class AgentConfig(BaseModel):
     repetition_threshold: float = Field(0.3, ge=0, le=1)
     # The drift monitor (engine.monitor): beside the verdict path, on first-attempt gate scores and evaluations.
     monitor_enabled: bool = True
-    monitor_alpha: float = Field(0.01, gt=0, le=0.5)
+    monitor_alpha: float = Field(0.01, ge=1e-9, le=0.5)  # α > 0: ge keeps the bound checkable
     monitor_min_shift: float = Field(1.0, ge=0, le=8)
     monitor_reference: Literal["baseline", "first-n"] = "baseline"
 

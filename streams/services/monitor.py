@@ -248,11 +248,11 @@ class _Seek(ConsumerRebalanceListener):  # type: ignore[misc]
             stored = await store.stored_offsets(self.service.group, topic)
             for tp in assigned:
                 if tp.topic == topic:
-                    self._seek(tp, stored.get(tp.partition))
+                    await self._seek(tp, stored.get(tp.partition))
 
-    def _seek(self, tp: Any, offset: int | None) -> None:
+    async def _seek(self, tp: Any, offset: int | None) -> None:
         if offset is None:
-            self.consumer.seek_to_beginning(tp)
+            await self.consumer.seek_to_beginning(tp)  # a coroutine in aiokafka
         else:
             self.consumer.seek(tp, offset)
 

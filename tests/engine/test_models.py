@@ -40,6 +40,9 @@ SEED_001_DEFAULTS: dict[str, Any] = {
 }
 
 MIGRATION = Path(__file__).resolve().parents[2] / "streams" / "store" / "migrations" / "001_initial.sql"
+MONITOR_MIGRATION = MIGRATION.with_name("011_monitor.sql")
+MONITOR_KEYS = {"monitor_enabled", "monitor_alpha", "monitor_min_shift", "monitor_reference"}
+_ADDED = re.compile(r"ADD COLUMN IF NOT EXISTS (\w+)\s+(boolean|double precision|text)\s+NOT NULL DEFAULT ([\w.']+)")
 _COLUMN = re.compile(r"^\s*(\w+)\s+(boolean|real|integer)\s+NOT NULL DEFAULT ([\w.]+),?$")
 
 usages = st.builds(TokenUsage, *(st.integers(0, 10**9) for _ in range(4)))
@@ -51,8 +54,9 @@ usages = st.builds(TokenUsage, *(st.integers(0, 10**9) for _ in range(4)))
 def test_defaults_match_seed_doc_001() -> None:
     config = AgentConfig()
     assert {name: getattr(config, name) for name in SEED_001_DEFAULTS} == SEED_001_DEFAULTS
-    # the only field beyond the seed is the master switch, on by default (every dimension is off anyway)
-    assert set(AgentConfig.model_fields) - set(SEED_001_DEFAULTS) == {"gate_enabled"}
+    # beyond the seed: the master switch, on by default (every dimension is off anyway), and the drift monitor's
+    # keys (issue 27; it only watches, beside the verdict path)
+    assert set(AgentConfig.model_fields) - set(SEED_001_DEFAULTS) == {"gate_enabled", *MONITOR_KEYS}
     assert config.gate_enabled is True
 
 
@@ -69,6 +73,11 @@ def test_defaults_match_the_database_migration() -> None:
         match = _COLUMN.match(line)
         if match:
             columns[match.group(1)] = _sql_default(match.group(2), match.group(3))
+    for match in _ADDED.finditer(MONITOR_MIGRATION.read_text(encoding="utf-8")):
+        kind, raw = match.group(2), match.group(3)
+        columns[match.group(1)] = (
+            raw.strip("'") if kind == "text" else _sql_default("real" if kind == "double precision" else kind, raw)
+        )
     assert columns == AgentConfig().model_dump()
 
 
@@ -79,7 +88,7 @@ def test_every_runtime_correction_is_off_by_default() -> None:
     assert not any(
         getattr(config, name)
         for name in AgentConfig.model_fields
-        if name.endswith("_enabled") and name != "gate_enabled"
+        if name.endswith("_enabled") and name not in {"gate_enabled", "monitor_enabled"}  # the monitor only watches
     )
 
 

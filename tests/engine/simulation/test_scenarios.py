@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import ConfigurationError, PropositionFileError
+from engine.errors import ConfigurationError
 from engine.formats.registry import validate_path
 from engine.simulation.plan import plan_sessions
 from engine.simulation.scenario import BUNDLED_SCENARIOS, load_scenario, read_scenario_file, render_prompt
@@ -75,7 +75,9 @@ def test_errors_are_located(tmp_path: Path, old: str, new: str, field: str, mess
 
 
 def test_unknown_scenario_name_lists_the_bundled_ones() -> None:
-    with pytest.raises(PropositionFileError, match="bundled: brainstorming-average"):
+    with pytest.raises(
+        ConfigurationError, match=r"did you mean 'brainstorming-average'.*bundled: brainstorming-average"
+    ):
         load_scenario("brainstorming")
 
 

@@ -44,7 +44,7 @@ def invoke(*args: str) -> tuple[int, str]:
 
 
 def test_the_cli_refuses_code_in_one_line_with_exit_2(tmp_path: Path) -> None:
-    item = ["--text", "Bears. Beets.", "--metadata", '{"agent": "dwight"}', "--model", RULES]
+    item = ["--text", "Bears. Beets.", "--metadata", '{"agent": "dwight", "persona": "Dwight"}', "--model", RULES]
     done = subprocess.run(
         [str(DRIFT), "plexus", "predict", CARD, *item], env={"PATH": "/nonexistent", "HOME": str(tmp_path)},
         capture_output=True, text=True, timeout=120, check=False,
@@ -58,7 +58,7 @@ def test_the_cli_refuses_code_in_one_line_with_exit_2(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("no_sandbox")
 def test_plexus_predict_runs_unsandboxed_only_when_allowed_and_says_so() -> None:
-    item = ["--text", "Bears. Beets.", "--metadata", '{"agent": "dwight"}', "--model", RULES]
+    item = ["--text", "Bears. Beets.", "--metadata", '{"agent": "dwight", "persona": "Dwight"}', "--model", RULES]
     code, message = invoke("plexus", "predict", CARD, *item)
     assert code == 2 and FLAG in message
     code, out = invoke("plexus", "predict", CARD, *item, FLAG)
