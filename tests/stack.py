@@ -35,9 +35,9 @@ class Stack:
     broker: EmbeddedBroker
     database: EmbeddedDatabase
 
-    async def own_database(self, name: str = "own") -> str:
-        """A fresh, migrated database on the stack's server, for a test that needs one of its own (the shared one
-        holds every earlier test's rows, some dated in the future); returns its URL."""
+    async def own_database(self, name: str = "own", *, migrate: bool = True) -> str:
+        """A fresh database on the stack's server, migrated unless told otherwise, for a test that needs one of its
+        own (the shared one holds every earlier test's rows, some dated in the future); returns its URL."""
         database = f"{name}_{uuid.uuid4().hex[:8]}"
         conn = await asyncpg.connect(self.database.url)
         try:
@@ -45,8 +45,9 @@ class Stack:
         finally:
             await conn.close()
         url = self.database.url.replace("/postgres?", f"/{database}?")
-        async with await Store.connect(url) as store:
-            await store.migrate()
+        if migrate:
+            async with await Store.connect(url) as store:
+                await store.migrate()
         return url
 
     def settings(self, prefix: str, **changes: Any) -> Settings:

@@ -9,7 +9,6 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import asyncpg
 import pytest
 
 from streams.store import Store
@@ -101,13 +100,7 @@ async def test_agents_list_reads_the_database(stack: Stack) -> None:
 
 @pytest.mark.e2e
 async def test_every_command_reading_a_database_without_the_schema_says_how_to_make_it(stack: Stack) -> None:
-    name = f"bare_{uuid.uuid4().hex[:8]}"
-    conn = await asyncpg.connect(stack.database.url)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    url = stack.database.url.replace("/postgres?", f"/{name}?")
+    url = await stack.own_database("bare", migrate=False)
     expected = "has no persona-drift tables: run 'drift db migrate' (or 'drift up')"
     commands = [("experiment", "report", "x-foo"), ("agents", "list"), ("config", "show", "michael"),
                 ("stats", "--from-database")]  # fmt: skip
