@@ -207,7 +207,7 @@ def main() -> None:
         text = encode(answer)
     except RecursionError:
         text = encode({"ok": False, "error": "the result cannot be written as JSON (circular or too deep)"})
-    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))  # a lone surrogate becomes \udXXX
+    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))  # a lone surrogate becomes a backslash escape
 
 
 if __name__ == "__main__":
