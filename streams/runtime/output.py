@@ -34,6 +34,7 @@ class Output:
         self._lock = asyncio.Lock()
         self._partitioner = DefaultPartitioner()
         self._partitions: dict[tuple[str, bytes], tuple[int, int]] = {}  # (topic, key) -> (count, partition)
+        self._submitting: dict[tuple[str, int], asyncio.Lock] = {}  # (topic, partition) -> one send_batch at a time
 
     async def producer(self) -> AIOKafkaProducer:
         if self._producer is not None:
@@ -77,6 +78,17 @@ class Output:
             self._partitions.clear()
         self._partitions[(topic, key)] = (len(available), chosen)
         return chosen
+
+    def submission(self, where: tuple[str, int]) -> asyncio.Lock:
+        """The lock a whole batch for ``where`` (topic, partition) is submitted under: first come, first
+        submitted. aiokafka's ``add_batch`` lets every waiter for a partition race for the slot its pending batch
+        frees, and on each retry subtracts the time since its *first* try from what is left of its timeout, so
+        a dozen waiters time out (KafkaTimeoutError) long before ``request_timeout_ms``; one waiter at a time
+        waits for a single drain, and the batches go in the order they were submitted (docs/known-issues.md)."""
+        lock = self._submitting.get(where)
+        if lock is None:
+            lock = self._submitting[where] = asyncio.Lock()
+        return lock
 
     def batch(self) -> OutputBatch:
         return OutputBatch(self)
@@ -127,7 +139,8 @@ class OutputBatch:
     async def _ship(self, where: tuple[str, int], batch: _Open) -> None:
         producer = await self._output.producer()
         batch.builder.close()  # complete: ready to go at once, no linger (nothing more will be appended)
-        sent = await producer.send_batch(batch.builder, where[0], partition=where[1])
+        async with self._output.submission(where):
+            sent = await producer.send_batch(batch.builder, where[0], partition=where[1])
         sent.add_done_callback(functools.partial(_copy, target=batch.delivered))
 
 

@@ -66,6 +66,12 @@ class GateLane:
     started after the previous batch's link, while the lane decides the next batch. Links run in batch order,
     so per-key order holds across batches; a judged draft waits for the link last when it was queued (its
     records then follow the inline ones of its agent); a revocation waits for the chain to run out.
+
+    A judged draft's records go out as single sends through the producer's accumulator (its verdict record
+    first, acknowledged, then its outputs and table writes), so the records of many judged drafts share one
+    Kafka batch per partition and broker round trip. A Kafka batch of its own per judged draft queued one batch
+    per draft behind each partition's one in-flight request: under load that queue outgrew aiokafka's wait and
+    drafts were left unanswered (docs/known-issues.md, "Judged drafts left unanswered under load").
     """
 
     def __init__(
@@ -136,26 +142,12 @@ class GateLane:
         if (before := item[3]) is not None:  # the agent's inline drafts of earlier batches send their records first
             await asyncio.wait([before])  # that link only: later ones hold no draft of this agent (queued here)
         try:
-            deliveries = await self._judge_alone(item)
+            deliveries = await self._judge(item)  # single sends (see the class docstring)
         except KafkaError as exc:  # neither dead-lettered nor acked: fetched again after a restart or rebalance
             log.warning("draft %s: its records were not sent (%r); it stays unacked", item[1].draft_id, exc)
             return
         if deliveries is not None:
             ack_when_delivered(self.ack, [item[0]], deliveries)
-
-    async def _judge_alone(self, item: Item) -> list[asyncio.Future[Any]] | None:
-        """A judged draft's records in Kafka batches of its own, each submitted complete (no linger, unlike a
-        single send): its verdict record first, acknowledged, then its outputs and table writes."""
-        draft = item[1]
-        out = self.batch()
-        sent = await self._judge(item, out)
-        if sent is None:
-            return None
-        records = self.batch()
-        await asyncio.gather(*await self.gate.ship_verdicts((draft.draft_id,), records.send, records.flush))
-        sent.extend(await self.gate.flush_tables((draft.agent_id, draft.draft_id), out.send))
-        await out.flush()
-        return sent
 
     async def _decode(self, message: Any) -> Draft | None:
         try:
