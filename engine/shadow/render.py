@@ -8,6 +8,7 @@ draft's text or a judge's reasoning is shown as text, whatever it holds.
 
 from __future__ import annotations
 
+import html
 import json
 from datetime import datetime
 from typing import Any
@@ -97,7 +98,7 @@ def share(value: float | None, digits: int = 3) -> str:
 
 def interval(bounds: list[float] | None, digits: int = 3, signed: bool = False) -> str:
     if bounds is None:
-        return "–"
+        return ""
     spec = f"+.{digits}f" if signed else f".{digits}f"
     return f"[{bounds[0]:{spec}}, {bounds[1]:{spec}}]"
 
@@ -145,6 +146,8 @@ def markdown(report: ShadowReport) -> str:
 
 
 def _cell(text: object, limit: int = 200) -> str:
-    """Text for one Markdown table cell: one line, pipes escaped, cut to ``limit`` characters."""
-    flat = " ".join(str(text).split()).replace("|", "\\|")
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    """Text for one line of Markdown: one line, cut to ``limit`` characters, pipes and HTML escaped (a Markdown
+    renderer that passes HTML through must show a draft's ``<script>`` as text)."""
+    flat = " ".join(str(text).split())
+    flat = flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return html.escape(flat, quote=False).replace("|", "\\|")

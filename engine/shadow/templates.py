@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 MARKDOWN = """\
-# Shadow report: {{ r.shadow.name }}
+# Shadow report: {{ r.shadow.name | cell }}
 
-Shadow `{{ r.shadow.name }}` on agents `{{ r.shadow.agents }}`: {{ r.shadow.status }}, sampling {{ r.shadow.sample }}
-{%- if r.shadow.judge %}, judge `{{ r.shadow.judge }}`{% endif %}
-{%- if r.shadow.propositions %}, propositions `{{ r.shadow.propositions }}`{% endif %}
-{%- if r.shadow.settings %}, settings {% for k, v in r.shadow.settings | dictsort %}`{{ k }}={{ v }}`
+Shadow `{{ r.shadow.name | cell }}` on agents `{{ r.shadow.agents | cell }}`:
+{{- ' ' }}{{ r.shadow.status }}, sampling {{ r.shadow.sample }}
+{%- if r.shadow.judge %}, judge `{{ r.shadow.judge | cell }}`{% endif %}
+{%- if r.shadow.propositions %}, propositions `{{ r.shadow.propositions | cell }}`{% endif %}
+{%- if r.shadow.settings %}, settings {% for k, v in r.shadow.settings | dictsort %}`{{ k | cell }}={{ v | cell }}`
 {{- ", " if not loop.last }}{% endfor %}{% endif %}.
 {% if r.since %}Verdicts since {{ r.since }}.
 {% endif %}
 
 {% if r.note %}
-**{{ r.note }}.**
+**{{ r.note | cell(1000) }}.**
 
 {% endif %}
 | | |
@@ -28,6 +29,7 @@ Shadow `{{ r.shadow.name }}` on agents `{{ r.shadow.agents }}`: {{ r.shadow.stat
 
 Intervals: {{ r.method.description }}.
 
+{% if r.compared %}
 ## Decisions (live × shadow)
 
 | live \\\\ shadow | commit | retry |
@@ -64,13 +66,14 @@ No dimension was scored by both judges yet.
 {% endif %}
 
 {% for f in r.flips.listed %}
-### {{ f.agent_id }} — {{ f.draft_id }} (attempt {{ f.attempt }}): {{ f.live.decision }} → {{ f.shadow.decision }}
+### {{ f.agent_id | cell }} — {{ f.draft_id | cell }} (attempt {{ f.attempt }}):
+{{- ' ' }}{{ f.live.decision }} → {{ f.shadow.decision }}
 
 > {{ f.text | cell(2000) }}
 
 {% for name in ((f.live.dimensions.keys() | list) + (f.shadow.dimensions.keys() | list)) | unique | sort %}
 {% set a = f.live.dimensions.get(name, {}) %}{% set b = f.shadow.dimensions.get(name, {}) %}
-- **{{ name }}**: live {{ a.get("score") | share(2) }}, shadow {{ b.get("score") | share(2) }}
+- **{{ name | cell }}**: live {{ a.get("score") | share(2) }}, shadow {{ b.get("score") | share(2) }}
 {%- if b.get("threshold") is not none %} (shadow threshold {{ b.get("threshold") }}){% endif %}
 
   - live: {{ (a.get("reasoning") or "–") | cell(1000) }}
@@ -79,7 +82,8 @@ No dimension was scored by both judges yet.
 
 {% endfor %}
 {% else %}
-None{% if r.compared %}: the candidate decides every compared draft as the live gate did{% endif %}.
+None: the candidate decides every compared draft as the live gate did.
+{% endif %}
 {% endif %}
 
 ## Cost
