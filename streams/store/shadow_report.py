@@ -121,16 +121,25 @@ class ShadowReports:
             for r in rows
         ]  # fmt: skip
 
+    async def inputs(
+        self, name: str, since: datetime | None, flip_limit: int = FLIP_LIMIT
+    ) -> tuple[ShadowInfo, list[ComparedRow], list[Flip]] | None:
+        """What a report of shadow ``name`` since ``since`` is built from; ``None`` for an unknown shadow."""
+        info = await self.shadow(name)
+        if info is None:
+            return None
+        rows = await self.compared(name, since)
+        return info, rows, await self.flips(name, flip_keys(rows)[:flip_limit])
+
     async def report(
         self, name: str, since: datetime | None, *, live_judge: str | None, prices: PriceTable,
         method: Method = Method(), flip_limit: int = FLIP_LIMIT,  # noqa: B008 (frozen)
     ) -> ShadowReport | None:  # fmt: skip
         """The report of shadow ``name`` over its verdicts since ``since``; ``None`` for an unknown shadow."""
-        info = await self.shadow(name)
-        if info is None:
+        found = await self.inputs(name, since, flip_limit)
+        if found is None:
             return None
-        rows = await self.compared(name, since)
-        flips = await self.flips(name, flip_keys(rows)[:flip_limit])
+        info, rows, flips = found
         return build_report(info, rows, flips, live_judge=live_judge, prices=prices, since=since, method=method)
 
     async def summaries(self, limit: int = 200) -> list[tuple[ShadowInfo, Confusion, int, datetime | None]]:

@@ -52,7 +52,7 @@ def test_the_report_counts_compares_and_lists_the_flipping_attempts() -> None:
     assert report.kappa == pytest.approx(0.08 / 0.38)
     assert report.agreement_interval is not None and report.kappa_interval is not None
     assert report.agreement_interval[0] <= 0.7 <= report.agreement_interval[1]
-    assert report.kappa_interval[0] <= report.kappa <= report.kappa_interval[1]
+    assert report.kappa is not None and report.kappa_interval[0] <= report.kappa <= report.kappa_interval[1]
     assert report.flips_omitted == 1
 
 
@@ -71,7 +71,7 @@ def test_cost_of_both_sides_so_far_and_per_thousand_drafts() -> None:
     assert live.usd == 0.0 and live.tokens_per_1000 == pytest.approx(110_000)
     assert shadow.priced_as == "anthropic:claude-haiku-4-5"
     assert shadow.usd == pytest.approx(11 * (200 * 1.0 + 20 * 5.0) / 1e6)
-    assert shadow.usd_per_1000 == pytest.approx(1000 * shadow.usd / 11)
+    assert shadow.usd is not None and shadow.usd_per_1000 == pytest.approx(1000 * shadow.usd / 11)
     unpriced = build_report(INFO, ROWS, [], live_judge=None, prices=PRICES)
     assert unpriced.live_cost.usd is None and unpriced.live_cost.usd_per_1000 is None
 
