@@ -186,3 +186,34 @@ async def test_the_views_shadow_api(stack: Stack, store: Store) -> None:
         assert (await client.get("/static/shadows.js")).status == 200
     finally:
         await client.close()
+
+
+async def test_the_shadows_page_in_a_browser(stack: Stack, store: Store, tmp_path: Path) -> None:
+    """The Shadows tab lists the shadow; its page shows the report; a flip opens both judges' reasoning as text."""
+    from tests.streams.view.cdp import Browser, chromium
+
+    binary = chromium()
+    if binary is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium): browser test skipped")
+    name = await _shadow(store, SCORES)
+    settings = stack.settings("view.")
+    client = TestClient(TestServer(build_app(settings, ViewQueries(store), LiveVerdicts(settings))))
+    await client.start_server()
+    browser = Browser(binary, tmp_path / "profile")
+    try:
+        await browser.start()
+        await browser.goto(f"http://127.0.0.1:{client.port}/#/shadows")
+        assert await browser.wait_for(f"!!document.querySelector('#shadows-table tr[data-shadow=\"{name}\"]')")
+        await browser.evaluate(f"document.querySelector('#shadows-table tr[data-shadow=\"{name}\"]').click()")
+        detail = "document.getElementById('shadow-detail')"
+        assert await browser.wait_for(f"{detail}.querySelectorAll('tr.flip').length === 7")
+        assert await browser.evaluate("location.hash") == f"#/shadows/{name}"
+        await browser.evaluate(f"{detail}.querySelector('tr.flip').click()")
+        opened = f"{detail}.querySelector('.flip-detail')"
+        assert await browser.wait_for(f"!!{opened} && {opened}.textContent.includes('<b>strict</b> says 6.6')")
+        assert await browser.evaluate(f"{opened}.querySelector('b') === null")  # shown as text, not markup
+        assert await browser.evaluate(f"{opened}.querySelector('a').getAttribute('href')") == "#/live/draft/draft-2"
+        await browser.screenshot(tmp_path / "shadow.png")
+    finally:
+        await browser.close()
+        await client.close()

@@ -30,9 +30,10 @@ function table(header, rows) {
   const head = el("tr");
   header.forEach((h) => head.append(el("th", h)));
   node.append(head);
-  for (const cells of rows) {
+  for (const cells of rows) {  // an array of cells, or a ready row
+    if (cells instanceof Node) { node.append(cells); continue; }
     const row = el("tr");
-    cells.forEach((c) => row.append(c instanceof Node ? c : el("td", c)));
+    cells.forEach((c) => row.append(el("td", c)));
     node.append(row);
   }
   return node;
