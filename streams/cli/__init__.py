@@ -40,7 +40,6 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("init", None, "app"),
     ("agents", "agents", "app"),
     ("alerts", "alerts", "app"),
-    ("shadow_report", "shadow", "app"),  # `drift shadow report`; start/list/stop/promote join the group
     ("experiment", "experiment", "app"),
     ("view", None, "app"),
     ("metareason", "metareason", "app"),
@@ -48,6 +47,7 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("agentv", "agentv", "app"),
     ("population", "population", "app"),
     ("simulate", None, "app"),
+    ("shadow_report", "shadow", "app"),  # `drift shadow report`, joining the shadow group wherever it starts
 )
 
 

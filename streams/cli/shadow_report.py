@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from engine.settings import Settings
-    from engine.shadow.report import Method, ShadowReport
+    from engine.shadow_report.report import Method, ShadowReport
 
 app = typer.Typer(help="Shadow gating: a candidate judged beside the live gate, and what it would change.")
 
@@ -51,7 +51,7 @@ def shadow_report(
     """Drafts compared, decision agreement and Cohen's κ with bootstrap intervals, the commit/retry table, the
     score difference per dimension, the drafts that would flip with both judges' reasoning, skipped samples,
     and the cost of both sides (so far and per 1,000 drafts)."""
-    from engine.shadow.report import Method
+    from engine.shadow_report.report import Method
     from streams.client.replay import parse_time
 
     if output is not None:
@@ -66,7 +66,7 @@ def shadow_report(
 
 
 def _render(report: ShadowReport, output_format: ReportFormat) -> str:
-    from engine.shadow.render import as_html, as_json, markdown
+    from engine.shadow_report.render import as_html, as_json, markdown
 
     if output_format is ReportFormat.JSON:
         return as_json(report)

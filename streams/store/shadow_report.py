@@ -15,8 +15,17 @@ from typing import Any
 import asyncpg
 
 from engine.pricing import PriceTable
-from engine.shadow.agreement import Confusion
-from engine.shadow.report import ComparedRow, Flip, Method, ShadowInfo, ShadowReport, build_report, flip_keys, usage_of
+from engine.shadow_report.agreement import Confusion
+from engine.shadow_report.report import (
+    ComparedRow,
+    Flip,
+    Method,
+    ShadowInfo,
+    ShadowReport,
+    build_report,
+    flip_keys,
+    usage_of,
+)
 from streams.store import Store
 
 #: Attempts that would flip listed in full by default (the table counts them all).

@@ -14,9 +14,9 @@ from aiohttp import web
 
 from engine.pricing import PriceTable
 from engine.settings import Settings
-from engine.shadow.agreement import agreement, cohens_kappa
-from engine.shadow.render import as_dict
-from engine.shadow.report import build_report
+from engine.shadow_report.agreement import agreement, cohens_kappa
+from engine.shadow_report.render import as_dict
+from engine.shadow_report.report import build_report
 from streams.store.shadow_report import ShadowReports
 from streams.view.queries import ViewQueries
 

@@ -2,7 +2,7 @@
 
 Built from the stored shadow verdicts alone (each row holds the candidate's verdict and a copy of the live one),
 so it does not depend on how long correction logs are kept. The statistics are those of
-:mod:`engine.shadow.agreement`; this module gathers them, the score differences per dimension, the attempts that
+:mod:`engine.shadow_report.agreement`; this module gathers them, the score differences per dimension, the attempts that
 would flip and the cost of both sides into one :class:`ShadowReport`, which the renderers turn into text.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.models import ZERO_USAGE, TokenUsage
 from engine.pricing import PriceTable
-from engine.shadow.agreement import (
+from engine.shadow_report.agreement import (
     LEVEL,
     RESAMPLES,
     Confusion,

@@ -1,4 +1,4 @@
-"""The templates of a shadow's report (rendered by :mod:`engine.shadow.render` in a sandbox, from ``as_dict``)."""
+"""The templates of a shadow's report, rendered in a sandbox by :mod:`engine.shadow_report.render` from ``as_dict``."""
 
 from __future__ import annotations
 

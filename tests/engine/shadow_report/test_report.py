@@ -9,9 +9,9 @@ import pytest
 
 from engine.models import TokenUsage
 from engine.pricing import PriceTable
-from engine.shadow.agreement import Confusion
-from engine.shadow.render import as_dict, as_html, as_json, markdown
-from engine.shadow.report import ComparedRow, Flip, Method, ShadowInfo, build_report, flip_keys, usage_of
+from engine.shadow_report.agreement import Confusion
+from engine.shadow_report.render import as_dict, as_html, as_json, markdown
+from engine.shadow_report.report import ComparedRow, Flip, Method, ShadowInfo, build_report, flip_keys, usage_of
 
 T0 = datetime(2032, 1, 1, tzinfo=UTC)
 INFO = ShadowInfo(name="strict", agents="michael*", status="running", sample=0.5, judge="anthropic:claude-haiku-4-5",

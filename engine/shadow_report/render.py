@@ -17,8 +17,8 @@ from jinja2 import StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
 from engine.pricing import format_cost
-from engine.shadow.agreement import Interval
-from engine.shadow.report import Cost, Flip, ShadowInfo, ShadowReport
+from engine.shadow_report.agreement import Interval
+from engine.shadow_report.report import Cost, Flip, ShadowInfo, ShadowReport
 
 
 def _time(value: datetime | None) -> str | None:
@@ -130,14 +130,14 @@ def _environment() -> SandboxedEnvironment:
 
 def as_html(report: ShadowReport) -> str:
     """One self-contained page (no scripts, no external resources)."""
-    from engine.shadow.templates import PAGE
+    from engine.shadow_report.templates import PAGE
 
     data = as_dict(report)
     return _environment().from_string(PAGE).render(r=data, costs=cost_rows(data))
 
 
 def markdown(report: ShadowReport) -> str:
-    from engine.shadow.templates import MARKDOWN
+    from engine.shadow_report.templates import MARKDOWN
 
     data = as_dict(report)
     env = SandboxedEnvironment(autoescape=False, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import ConfigurationError
-from engine.shadow.agreement import (
+from engine.shadow_report.agreement import (
     Confusion,
     agreement,
     bootstrap_agreement,
@@ -98,7 +98,7 @@ def test_mean_difference_is_shadow_minus_live_with_a_covering_interval() -> None
 
 
 def test_mean_difference_resamples_in_chunks_with_the_same_result_as_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    import engine.shadow.agreement as module
+    import engine.shadow_report.agreement as module
 
     live, shadow = [float(i % 7) for i in range(50)], [float(i % 5) for i in range(50)]
     whole = mean_difference(live, shadow, resamples=300, seed=3)
