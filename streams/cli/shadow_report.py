@@ -48,9 +48,11 @@ def shadow_report(
     flips: Annotated[int, typer.Option("--flips", min=0, max=100_000, help="List at most this many flips.")] = 500,
     database: DatabaseOpt = None,
 ) -> None:
-    """Drafts compared, decision agreement and Cohen's κ with bootstrap intervals, the commit/retry table, the
-    score difference per dimension, the drafts that would flip with both judges' reasoning, skipped samples,
-    and the cost of both sides (so far and per 1,000 drafts)."""
+    """What the shadow's candidate would change: agreement, Cohen's κ, the drafts that would flip, cost.
+
+    Drafts compared, decision agreement and Cohen's κ with seeded bootstrap intervals, the commit/retry table,
+    the score difference per dimension, the drafts that would flip with both judges' reasoning, skipped samples,
+    and the cost of both sides (so far and per 1,000 drafts). An unknown shadow: one line, exit 2."""
     from engine.shadow_report.report import Method
     from streams.client.replay import parse_time
 
