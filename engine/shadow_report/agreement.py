@@ -148,12 +148,23 @@ def mean_difference(
     if a.size == 0:
         return None
     diff = b - a
-    rng = np.random.default_rng(seed)
-    chunk = max(1, _CHUNK_VALUES // diff.size)
-    means = np.concatenate(
-        [diff[rng.integers(0, diff.size, size=(min(chunk, resamples - done), diff.size))].mean(axis=1)
-         for done in range(0, resamples, chunk)]
-    )  # fmt: skip
+    means = _resampled_means(diff, resamples, np.random.default_rng(seed))
     interval = _percentile(means, level)
     assert interval is not None  # every resample of a non-empty sample has a mean
     return float(diff.mean()), interval
+
+
+def _resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of ``resamples`` samples of ``values`` drawn with replacement. Gate scores are weighted means of
+    whole-number judgements, so differences repeat: with few distinct values a resample is a multinomial draw of
+    how often each value is taken (the same distribution, at a cost independent of the number of attempts);
+    otherwise the values are drawn by index, in chunks that bound the memory held."""
+    distinct, counts = np.unique(values, return_counts=True)
+    if distinct.size * 4 <= values.size:
+        drawn = rng.multinomial(values.size, counts / values.size, size=resamples)
+        return np.asarray(drawn @ distinct / values.size)
+    chunk = max(1, _CHUNK_VALUES // values.size)
+    return np.concatenate(
+        [values[rng.integers(0, values.size, size=(min(chunk, resamples - done), values.size))].mean(axis=1)
+         for done in range(0, resamples, chunk)]
+    )  # fmt: skip

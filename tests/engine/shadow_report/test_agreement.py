@@ -100,7 +100,7 @@ def test_mean_difference_is_shadow_minus_live_with_a_covering_interval() -> None
 def test_mean_difference_resamples_in_chunks_with_the_same_result_as_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     import engine.shadow_report.agreement as module
 
-    live, shadow = [float(i % 7) for i in range(50)], [float(i % 5) for i in range(50)]
+    live, shadow = [float(i % 7) for i in range(50)], [i * 0.37 for i in range(50)]  # 50 distinct differences
     whole = mean_difference(live, shadow, resamples=300, seed=3)
     monkeypatch.setattr(module, "_CHUNK_VALUES", 50 * 7)  # 7 resamples per chunk
     assert mean_difference(live, shadow, resamples=300, seed=3) == whole
@@ -111,3 +111,16 @@ def test_bad_resample_counts_and_levels_are_refused() -> None:
         bootstrap_agreement(Confusion(1, 0, 0, 1), resamples=0)
     with pytest.raises(ConfigurationError, match="level"):
         mean_difference([1.0], [2.0], level=1.0)
+
+
+def test_repeated_differences_are_resampled_as_counts_with_the_same_distribution() -> None:
+    # 1,000 attempts whose difference is −1 (300), 0 (500) or +2 (200): mean 0.1, and the bootstrap mean's
+    # standard error is sd/sqrt(n) = sqrt(0.3·1.1² + 0.5·0.1² + 0.2·1.9²)/sqrt(1000) ≈ 0.0331
+    live = [0.0] * 1000
+    shadow = [-1.0] * 300 + [0.0] * 500 + [2.0] * 200
+    found = mean_difference(live, shadow, resamples=4000, seed=5)
+    assert found is not None
+    mean, (low, high) = found
+    assert mean == pytest.approx(0.1)
+    assert (high - low) / 2 == pytest.approx(1.96 * 0.0331, rel=0.1)
+    assert mean_difference(live, shadow, resamples=4000, seed=5) == found
