@@ -47,6 +47,7 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("agentv", "agentv", "app"),
     ("population", "population", "app"),
     ("simulate", None, "app"),
+    ("shadow_report", "shadow", "app"),  # `drift shadow report`, joining the shadow group wherever it starts
 )
 
 

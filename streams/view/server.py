@@ -24,7 +24,7 @@ from aiohttp_sse import EventSourceResponse, sse_response
 from engine.evaluation.baseline import load_baseline
 from engine.evaluation.regression import REGRESSION_DROP
 from engine.settings import Settings
-from streams.view import monitor
+from streams.view import monitor, shadows
 from streams.view.live import LiveVerdicts
 from streams.view.queries import DEFAULT_LIMIT, MAX_LIMIT, Page, ViewQueries
 
@@ -229,4 +229,6 @@ def build_app(
     app.router.add_get("/api/alerts", lambda r: monitor.alerts(r, queries))
     app.router.add_get("/api/agents/{agent}/monitor",
                        lambda r: monitor.agent_monitor(r, queries, settings.monitor_reference_n))  # fmt: skip
+    app.router.add_get("/api/shadows", lambda r: shadows.shadows(r, queries))
+    app.router.add_get("/api/shadows/{name}", lambda r: shadows.shadow(r, queries, settings))
     return app

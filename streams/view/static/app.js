@@ -21,7 +21,8 @@ function status(text) { $("status").textContent = text; }
 // Every page and detail has a hash URL that survives a reload and can be shared:
 //   #/live?agent=&run=&outcome=      #/live/draft/DRAFT_ID?…      #/agents      #/agents/AGENT
 //   #/runs                           #/runs/format/RUN_ID
-const loaders = { live: startLive, agents: loadAgents, runs: loadRuns };
+//   #/shadows      #/shadows/NAME    #/shadows/NAME/draft/DRAFT_ID/ATTEMPT   (shadows.js)
+const loaders = { live: startLive, agents: loadAgents, runs: loadRuns, shadows: loadShadows };
 let current = null;   // the page shown, so a detail URL on the same page does not reload its list
 let liveKey = null;   // the live filters the open stream uses
 document.querySelectorAll("nav .tab").forEach((tab) => tab.addEventListener("click", () => go(`#/${tab.dataset.page}`)));
@@ -52,6 +53,10 @@ async function route() {
   if (page === "agents") { if (parts[0]) showAgent(parts[0]); else $("agent-detail").classList.add("hidden"); }
   if (page === "runs") {
     if (parts[0] === "format" && parts[1]) showFormatRun(parts[1]); else $("format-detail").classList.add("hidden");
+  }
+  if (page === "shadows") {
+    if (parts[0]) showShadow(parts[0], parts[1] === "draft" ? parts[2] : null, parts[3]).catch((e) => status(String(e)));
+    else $("shadow-detail").classList.add("hidden");
   }
 }
 function liveHash(draftId) {
