@@ -212,6 +212,9 @@ class ShadowService:
                     if spend.exhausted(shadow.budget_usd, shadow.max_tokens):
                         outcome.spent.add(shadow.name)
                         return
+                    if self._stale(live[s.key]):  # fell behind while this batch was judged: skip, never queue
+                        outcome.skipped.append(s)
+                        continue
                     result = await self.judge(shadow, s.draft, live[s.key], earlier)
                     spend.add(result.usage, result.usd)
                     earlier.append({**result.row})
