@@ -2,7 +2,8 @@
 
 Two workers on one embedded stack, each with its own topic prefix and the same scripted judge (every claim
 answers after ``--judge-ms``, like a fast model), gate the same load at the same time: drafts of 20 agents at
-``--rate`` per second to each prefix, interleaved. One prefix has a shadow at ``--sample 1.0`` (a stricter
+``--rate`` per second to each prefix, interleaved. Shadows live in the database, not per prefix: each covers
+its prefix's agents by its glob. One prefix has a shadow at ``--sample 1.0`` (a stricter
 threshold: every draft is judged a second time by the candidate, after its live verdict); the other has none.
 
 1. ``live_p50_ratio``: the live verdict's p50 (and p99) with the shadow over without it (target ≤ 1.05);
@@ -10,7 +11,7 @@ threshold: every draft is judged a second time by the candidate, after its live 
    5 s): the shadow lane's own throughput (verdicts per second) and how many samples it skipped, with the live
    p50 of that phase beside the no-shadow prefix's.
 
-Run: ``.venv/bin/python -m ops.bench.shadow [--rate 20] [--seconds 20]``. Prints the figures and the load average,
+Run: ``.venv/bin/python -m ops.bench.shadow [--rate 10] [--seconds 20]``. Prints the figures and the load average,
 and merges ``shadow_*`` keys into ``ops/bench/results.json``.
 """
 
@@ -125,14 +126,23 @@ async def run_async(stack: EmbeddedStack, args: argparse.Namespace) -> dict[str,
             await gate.__aenter__()
         await load(gates, agents, args.rate, 3)  # warm-up: connections, caches, the first assignments
         await start_shadow(
-            shadowed, port, Shadow("strict", "*", settings={"gate_adherence_threshold": 8.0}, sample=1.0)
+            shadowed,
+            port,
+            Shadow(
+                "strict",
+                f"{shadowed.topic_prefix.strip('.')}-*",
+                settings={"gate_adherence_threshold": 8.0},
+                sample=1.0,
+            ),
         )
         first = await load(gates, agents, args.rate, args.seconds)
         results.update(_side_by_side("shadow_live", first[plain.topic_prefix], first[shadowed.topic_prefix]))
         rows, skipped, per_s = await lane(shadowed, "strict", int(args.rate * args.seconds), 120)
         results.update({"shadow_kept_up_rows": rows, "shadow_kept_up_skipped": skipped})
         slow = rules(stack.root / "slow.yaml", args.slow_ms)
-        await start_shadow(shadowed, port, Shadow("slow", "*", judge=slow, sample=1.0))
+        await start_shadow(
+            shadowed, port, Shadow("slow", f"{shadowed.topic_prefix.strip('.')}-*", judge=slow, sample=1.0)
+        )
         async with await Store.connect(shadowed.database()) as store:
             await store.stop_shadow("strict")
         second = await load(gates, agents, args.rate, args.seconds)
@@ -159,7 +169,7 @@ def _side_by_side(name: str, without: list[float], with_: list[float]) -> dict[s
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.bench.shadow", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rate", type=float, default=20.0, help="drafts per second to each prefix")
+    parser.add_argument("--rate", type=float, default=10.0, help="drafts per second to each prefix")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each measured phase")
     parser.add_argument("--judge-ms", type=float, default=50.0, help="the scripted judge's answer time")
     parser.add_argument("--slow-ms", type=float, default=1000.0, help="the overloaded candidate's answer time")

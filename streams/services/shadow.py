@@ -46,6 +46,7 @@ from streams.wire.topics import Topics, app_id
 log = logging.getLogger(__name__)
 BATCH = 200
 POLL_S = 0.2  # how often a batch looks for the live correction logs it waits for
+OFFSETS_EVERY_S = 2.0  # batches with nothing sampled store their offsets at most this often
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,14 +98,17 @@ class ShadowCache:
 
     def __init__(self) -> None:
         self._shadows: dict[str, Shadow] = {}
+        self.refreshed_ms = 0  # when the table was last read whole (epoch ms)
 
     def apply(self, raw: bytes | None) -> None:
         """A ``shadows`` record (raises PayloadError)."""
         shadow = shadow_of_change(decode(ShadowChange, raw))
         self._shadows[shadow.name] = shadow
 
-    def replace(self, shadows: Sequence[Shadow]) -> None:
+    def replace(self, shadows: Sequence[Shadow], at_ms: int | None = None) -> None:
+        """The table read whole at ``at_ms`` (default: now)."""
         self._shadows = {s.name: s for s in shadows}
+        self.refreshed_ms = int(time.time() * 1000) if at_ms is None else at_ms
 
     def running(self) -> list[Shadow]:
         return [s for s in self._shadows.values() if s.running]
@@ -150,11 +154,19 @@ class ShadowService:
         self.counts = counts or ShadowCounts.empty()
         self.topics = Topics(settings.topic_prefix)
         self.group = shadow_group(settings)
+        self._written = 0.0  # when the offsets were last stored (monotonic)
 
     async def handle(self, records: Sequence[Record]) -> Outcome:
-        """Judge the batch's samples and apply the batch (offsets included) in one transaction."""
+        """Judge the batch's samples and apply the batch (offsets included) in one transaction. A batch holding a
+        record newer than the cache's last read of the table reads it first: a shadow started just before a
+        draft is never missed because its announcement was late."""
+        if records and max(r.timestamp_ms for r in records) >= self.cache.refreshed_ms:
+            read_at = int(time.time() * 1000)
+            self.cache.replace(await (await self.store()).shadow_states(), read_at)
         samples = [s for r in records for s in self._samples(r)]
         outcome = Outcome([], [], set())
+        if not samples and time.monotonic() - self._written < OFFSETS_EVERY_S:
+            return outcome  # nothing sampled: the offsets move with a later batch (a restart re-reads, harmlessly)
         if samples:
             live, late = await self._live(samples)
             outcome.skipped.extend(late)
@@ -248,6 +260,7 @@ class ShadowService:
             for s, r in kept:
                 await self._send(s, r)
             await offsets.write({}, _after(records, stored), [])
+        self._written = time.monotonic()
         self._count(kept, skipped)
         if outcome.spent:
             await self._announce_spent(outcome.spent)
