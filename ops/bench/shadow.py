@@ -1,15 +1,16 @@
 """Shadow gating beside the live gate, measured side by side in one run (issue 30's "Measured").
 
-Two workers on one embedded stack, each with its own topic prefix and the same scripted judge (every claim
+Workers on one embedded stack, each with its own topic prefix and the same scripted judge (every claim
 answers after ``--judge-ms``, like a fast model), gate the same load at the same time: drafts of 20 agents at
 ``--rate`` per second to each prefix, interleaved. Shadows live in the database, not per prefix: each covers
 its prefix's agents by its glob. One prefix has a shadow at ``--sample 1.0`` (a stricter
 threshold: every draft is judged a second time by the candidate, after its live verdict); the other has none.
 
-1. ``live_p50_ratio``: the live verdict's p50 (and p99) with the shadow over without it (target ≤ 1.05);
-2. a candidate judge too slow to keep up (``--slow-ms`` per call on 2 shadow slots, ``DRIFT_SHADOW_MAX_LAG_S``
-   5 s): the shadow lane's own throughput (verdicts per second) and how many samples it skipped, with the live
-   p50 of that phase beside the no-shadow prefix's.
+1. ``shadow_live_p50_ratio``: the live verdict's p50 (and p99) with the shadow over without it (target ≤ 1.05),
+   and the shadow's rows, skips and verdicts per second (default settings);
+2. on a third prefix, a candidate judge too slow to keep up (``--slow-ms`` per call on 2 shadow slots,
+   ``DRIFT_SHADOW_MAX_LAG_S`` 5 s): the lane's own throughput (verdicts per second) and how many samples it
+   skipped, with that prefix's live p50 and p99 beside the no-shadow prefix's under the same load.
 
 Run: ``.venv/bin/python -m ops.bench.shadow [--rate 10] [--seconds 20]``. Prints the figures and the load average,
 and merges ``shadow_*`` keys into ``ops/bench/results.json``.
@@ -110,46 +111,45 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def run_async(stack: EmbeddedStack, args: argparse.Namespace) -> dict[str, float]:
+    """Three workers: no shadow, a shadow that keeps up (default settings), a shadow that cannot keep up
+    (its candidate answers after ``--slow-ms`` on 2 slots, ``DRIFT_SHADOW_MAX_LAG_S`` 5 s)."""
     from streams.client import GateClient
 
-    plain, shadowed = (Settings(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix=p)
-                       for p in ("sh-none.", "sh-on."))  # fmt: skip
-    agents = {s.topic_prefix: await prepare(s) for s in (plain, shadowed)}
-    judge = rules(stack.root / "judge.yaml", args.judge_ms)
-    env = {"DRIFT_SHADOW_JUDGE_SLOTS": "2", "DRIFT_SHADOW_MAX_LAG_S": "5"}
-    workers = [worker(stack, s, judge, env).start(timeout_s=300) for s in (plain, shadowed)]
-    port = workers[1].env["DRIFT_WEB_PORT"]
+    plain, shadowed, overloaded = (
+        Settings(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix=p)
+        for p in ("sh-none.", "sh-on.", "sh-slow.")
+    )
+    agents = {s.topic_prefix: await prepare(s) for s in (plain, shadowed, overloaded)}
+    judge, slow = rules(stack.root / "judge.yaml", args.judge_ms), rules(stack.root / "slow.yaml", args.slow_ms)
+    envs: tuple[dict[str, str], ...] = ({}, {}, {"DRIFT_SHADOW_JUDGE_SLOTS": "2", "DRIFT_SHADOW_MAX_LAG_S": "5"})
+    workers = [
+        worker(stack, s, judge, env).start(timeout_s=300)
+        for s, env in zip((plain, shadowed, overloaded), envs, strict=True)
+    ]
     results: dict[str, float] = {}
     try:
-        gates = {s.topic_prefix: GateClient(settings=s, timeout_s=60) for s in (plain, shadowed)}
+        gates = {s.topic_prefix: GateClient(settings=s, timeout_s=60) for s in (plain, shadowed, overloaded)}
         for gate in gates.values():
             await gate.__aenter__()
         await load(gates, agents, args.rate, 3)  # warm-up: connections, caches, the first assignments
+        strict = Shadow("strict", "sh-on-*", settings={"gate_adherence_threshold": 8.0}, sample=1.0)
+        await start_shadow(shadowed, workers[1].env["DRIFT_WEB_PORT"], strict)
         await start_shadow(
-            shadowed,
-            port,
-            Shadow(
-                "strict",
-                f"{shadowed.topic_prefix.strip('.')}-*",
-                settings={"gate_adherence_threshold": 8.0},
-                sample=1.0,
-            ),
+            overloaded, workers[2].env["DRIFT_WEB_PORT"], Shadow("slow", "sh-slow-*", judge=slow, sample=1.0)
         )
-        first = await load(gates, agents, args.rate, args.seconds)
+        pair = {p: gates[p] for p in (plain.topic_prefix, shadowed.topic_prefix)}
+        first = await load(pair, agents, args.rate, args.seconds)
         results.update(_side_by_side("shadow_live", first[plain.topic_prefix], first[shadowed.topic_prefix]))
         rows, skipped, per_s = await lane(shadowed, "strict", int(args.rate * args.seconds), 120)
-        results.update({"shadow_kept_up_rows": rows, "shadow_kept_up_skipped": skipped})
-        slow = rules(stack.root / "slow.yaml", args.slow_ms)
-        await start_shadow(
-            shadowed, port, Shadow("slow", f"{shadowed.topic_prefix.strip('.')}-*", judge=slow, sample=1.0)
-        )
-        async with await Store.connect(shadowed.database()) as store:
-            await store.stop_shadow("strict")
-        second = await load(gates, agents, args.rate, args.seconds)
         results.update(
-            _side_by_side("shadow_overloaded_live", second[plain.topic_prefix], second[shadowed.topic_prefix])
+            {"shadow_kept_up_rows": rows, "shadow_kept_up_skipped": skipped, "shadow_kept_up_rows_per_s": per_s}
         )
-        rows, skipped, per_s = await lane(shadowed, "slow", int(args.rate * args.seconds), 120)
+        pair = {p: gates[p] for p in (plain.topic_prefix, overloaded.topic_prefix)}
+        second = await load(pair, agents, args.rate, args.seconds)
+        results.update(
+            _side_by_side("shadow_overloaded_live", second[plain.topic_prefix], second[overloaded.topic_prefix])
+        )
+        rows, skipped, per_s = await lane(overloaded, "slow", int(args.rate * args.seconds), 120)
         results.update({"shadow_overloaded_rows": rows, "shadow_overloaded_skipped": skipped,
                         "shadow_overloaded_rows_per_s": per_s, "shadow_slow_judge_ms": args.slow_ms})  # fmt: skip
         for gate in gates.values():
