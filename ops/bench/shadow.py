@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -113,8 +114,6 @@ def pct(values: list[float], q: float) -> float:
 async def run_async(stack: EmbeddedStack, args: argparse.Namespace) -> dict[str, float]:
     """Three workers: no shadow, a shadow that keeps up (default settings), a shadow that cannot keep up
     (its candidate answers after ``--slow-ms`` on 2 slots, ``DRIFT_SHADOW_MAX_LAG_S`` 5 s)."""
-    from streams.client import GateClient
-
     plain, shadowed, overloaded = (
         Settings(broker=stack.broker.bootstrap, database_url=stack.database.url, topic_prefix=p)
         for p in ("sh-none.", "sh-on.", "sh-slow.")
@@ -126,11 +125,22 @@ async def run_async(stack: EmbeddedStack, args: argparse.Namespace) -> dict[str,
         worker(stack, s, judge, env).start(timeout_s=300)
         for s, env in zip((plain, shadowed, overloaded), envs, strict=True)
     ]
-    results: dict[str, float] = {}
     try:
-        gates = {s.topic_prefix: GateClient(settings=s, timeout_s=60) for s in (plain, shadowed, overloaded)}
-        for gate in gates.values():
-            await gate.__aenter__()
+        return await _measure((plain, shadowed, overloaded), workers, agents, slow, args)
+    finally:
+        for w in workers:
+            w.stop()
+
+
+async def _measure(prefixes: tuple[Settings, ...], workers: list[WorkerProcess], agents: dict[str, list[str]],
+                   slow: str, args: argparse.Namespace) -> dict[str, float]:  # fmt: skip
+    from streams.client import GateClient
+
+    (plain, shadowed, overloaded), results = prefixes, dict[str, float]()
+    async with contextlib.AsyncExitStack() as stack:
+        gates = {
+            s.topic_prefix: await stack.enter_async_context(GateClient(settings=s, timeout_s=60)) for s in prefixes
+        }
         await load(gates, agents, args.rate, 3)  # warm-up: connections, caches, the first assignments
         strict = Shadow("strict", "sh-on-*", settings={"gate_adherence_threshold": 8.0}, sample=1.0)
         await start_shadow(shadowed, workers[1].env["DRIFT_WEB_PORT"], strict)
@@ -152,11 +162,6 @@ async def run_async(stack: EmbeddedStack, args: argparse.Namespace) -> dict[str,
         rows, skipped, per_s = await lane(overloaded, "slow", int(args.rate * args.seconds), 120)
         results.update({"shadow_overloaded_rows": rows, "shadow_overloaded_skipped": skipped,
                         "shadow_overloaded_rows_per_s": per_s, "shadow_slow_judge_ms": args.slow_ms})  # fmt: skip
-        for gate in gates.values():
-            await gate.__aexit__(None, None, None)
-    finally:
-        for w in workers:
-            w.stop()
     return results
 
 
