@@ -140,10 +140,7 @@ def build_app(
     tables = _tables(app, settings, partitions, output)
     feed = HistoryFeed(settings, HistoryView(max_age_s=settings.agent_idle_ttl_s), stats.retries)  # older: evicted
     configs = ConfigCache(store, wait_for_store=True)  # loaded by store.open
-    budget = JudgeBudget(settings.judge_concurrency, settings.eval_judge_share, settings.shadow_judge_slots)
-    online, offline = (budget.judge(TimedJudge(judge, stats), lane, settings.judge_deadline_s)
-                       for lane in (GATE_LANE, EVAL_LANE))  # fmt: skip
-    library, candidates = _candidates(settings, budget, online, judge)
+    budget, online, offline, library, candidates = _judging(settings, judge, stats)
     gate = GateDeps(settings, online, library, configs, output.send, tables.recent, tables.pending, stats=stats,
                     view=feed.view, feed=feed, verdicts=tables.verdicts, candidates=candidates)  # fmt: skip
     processor = StepProcessor(settings, online, configs, library, feed.view, feed,
@@ -163,14 +160,18 @@ def build_app(
     return app, worker
 
 
-def _candidates(settings: Settings, budget: JudgeBudget, online: Judge,
-                judge: Judge) -> tuple[PropositionLibrary, Candidates]:  # fmt: skip
-    """The worker's library, and the per-agent trees and judges (after a promote) and the shadows' candidates,
-    each judge on its budget lane."""
+def _judging(
+    settings: Settings, judge: Judge, stats: GateStats
+) -> tuple[JudgeBudget, Judge, Judge, PropositionLibrary, Candidates]:
+    """The judge budget, the gate's and the evaluations' judges (one timed judge on two lanes), the worker's
+    library, and the per-agent trees and judges (after a promote) and the shadows' candidates, each on its lane."""
+    budget, timed = JudgeBudget(settings.judge_concurrency, settings.eval_judge_share,
+                                settings.shadow_judge_slots), TimedJudge(judge, stats)  # fmt: skip
+    online, offline = (budget.judge(timed, lane, settings.judge_deadline_s) for lane in (GATE_LANE, EVAL_LANE))
     library = PropositionLibrary(settings.propositions_dir)
     lanes = {GATE_LANE: online, SHADOW_LANE: budget.judge(judge, SHADOW_LANE, settings.judge_deadline_s)}
     make = functools.partial(make_judge, settings=settings, own_limits=False)
-    return library, Candidates(library, lanes, make, budget, settings.judge_deadline_s)
+    return budget, online, offline, library, Candidates(library, lanes, make, budget, settings.judge_deadline_s)
 
 
 def _shadowing(settings: Settings, store: WorkerStore, configs: ConfigCache, candidates: Candidates,
