@@ -195,6 +195,10 @@ class AgentConfig(BaseModel):
     monitor_alpha: float = Field(0.01, ge=1e-9, le=0.5)  # α > 0: ge keeps the bound checkable
     monitor_min_shift: float = Field(1.0, ge=0, le=8)
     monitor_reference: Literal["baseline", "first-n"] = "baseline"
+    # The gate's propositions tree and judge spec for this agent (shadow gating's promote, issue 30): None is the
+    # worker's own (DRIFT_PROPOSITIONS_DIR, DRIFT_JUDGE); a worker builds each named one once and keeps it.
+    propositions: str | None = Field(None, min_length=1, max_length=4096)
+    judge: str | None = Field(None, min_length=1, max_length=4096)
 
     def dimension_enabled(self, dimension: Dimension) -> bool:
         return bool(getattr(self, f"gate_{dimension.value}_enabled", False))

@@ -240,6 +240,12 @@ class Settings(BaseSettings):
     """Drift monitor: at most this share of a worker's judge calls re-score anchors (0 turns the anchors off)."""
     monitor_anchor_interval_s: Annotated[float, Field(ge=0.1, le=MAX_TTL_S, allow_inf_nan=False)] = 60.0
     """Drift monitor: at most one anchor re-score per interval per worker."""
+    shadow_judge_slots: Annotated[int, Field(ge=1, le=256)] = 2
+    """Shadow gating: judge calls in flight for the shadows' candidates, slots of their own beside
+    `DRIFT_JUDGE_CONCURRENCY` (a shadow never takes a slot the gate could use) ([shadow](shadow.md))."""
+    shadow_max_lag_s: Annotated[float, Field(ge=1, le=MAX_TTL_S, allow_inf_nan=False)] = 300.0
+    """Shadow gating: a sampled draft older than this when the shadow lane reaches it is skipped and counted
+    (the lane has fallen behind; it never queues more)."""
     alert_webhook_url: SecretStr | None = None
     """Drift monitor: a JSON POST per alert (Slack-compatible `text` field), 5 s timeout, 3 tries, off the gate's
     path; never printed or logged."""

@@ -7,7 +7,10 @@ has a *reservation* and a *cap*:
 - the evaluations lane reserves ``share × total`` slots (``DRIFT_EVAL_JUDGE_SHARE``, at least one) and may never
   hold more (its cap is its reservation): evaluations use at most their share;
 - the gate lane reserves the rest and may hold every slot (its cap is ``total``): it borrows the evaluations'
-  slots while they are idle, and an evaluation never takes a slot from the gate below the gate's reservation.
+  slots while they are idle, and an evaluation never takes a slot from the gate below the gate's reservation;
+- the shadows lane (shadow gating's candidates, ``DRIFT_SHADOW_JUDGE_SLOTS``) has slots of its own added to the
+  pool, reserved and capped at that number: a shadow never holds a slot of the ``total`` the gate and the
+  evaluations share, so it cannot make a gate call wait.
 
 A freed slot goes first to a lane below its reservation that has calls waiting, then to any lane below its
 cap (lanes in the order given), so a borrowed slot returns to its owner as soon as the borrower releases it
@@ -30,7 +33,7 @@ from dataclasses import dataclass, field
 from engine.errors import JudgeTimeout
 from engine.judges.base import Judge, JudgeRequest, JudgeResult, WrappedJudge
 
-GATE_LANE, EVAL_LANE = "gate", "evaluations"
+GATE_LANE, EVAL_LANE, SHADOW_LANE = "gate", "evaluations", "shadows"
 
 
 @dataclass
@@ -54,14 +57,15 @@ def eval_slots(total: int, share: float) -> int:
 class JudgeBudget:
     """``total`` call slots split between the gate lane and the evaluations lane (see the module docstring)."""
 
-    def __init__(self, total: int, eval_share: float) -> None:
+    def __init__(self, total: int, eval_share: float, shadow_slots: int = 0) -> None:
         evaluations = eval_slots(total, eval_share)
-        self.total = total
+        self.total = total + shadow_slots
         self.lanes = {
             GATE_LANE: BudgetLane(GATE_LANE, total - evaluations, total),
             EVAL_LANE: BudgetLane(EVAL_LANE, evaluations, evaluations),
+            SHADOW_LANE: BudgetLane(SHADOW_LANE, shadow_slots, shadow_slots),
         }
-        self._free = total
+        self._free = self.total
 
     @property
     def in_flight(self) -> int:

@@ -5,6 +5,7 @@ File format (first matching rule wins)::
     default: 9                  # score when no rule matches (required)
     default_check: true         # check answer when no rule matches (default true)
     default_count: 3            # enumerate count when no rule matches (default 0)
+    usage: {input_tokens: 100, output_tokens: 20}   # token usage reported per call (default none: budgets)
     rules:
       - proposition: "michael-*"     # fnmatch pattern on the claim id (optional)
         agent: michael               # fnmatch pattern on request.agent_id (optional; "*.treatment.*")
@@ -35,8 +36,10 @@ import yaml
 from engine.errors import ConfigurationError, FileIssue, PropositionFileError
 from engine.judges.base import CallLog, Claim, ClaimAnswer, JudgeMode, JudgeRequest, JudgeResult
 from engine.judges.parsing import is_score
+from engine.models import ZERO_USAGE, TokenUsage
 
-_TOP_KEYS = {"default", "default_check", "default_count", "rules"}
+_TOP_KEYS = {"default", "default_check", "default_count", "rules", "usage"}
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 _RULE_KEYS = {"proposition", "agent", "target", "message_contains", "value", "delay_s", "reasoning"}
 _MATCHERS = ("proposition", "agent", "target", "message_contains")
 
@@ -88,6 +91,7 @@ class Rules:
     default_check: bool = True
     default_count: int = 0
     rules: tuple[Rule, ...] = field(default=())
+    usage: TokenUsage = ZERO_USAGE  # reported per call (to test token budgets without a model)
 
 
 class ScriptedJudge:
@@ -126,7 +130,8 @@ class ScriptedJudge:
         if delay > 0:
             await asyncio.sleep(delay)
         answers = tuple(self._answer(request, claim, rule) for claim, rule in matches)
-        return JudgeResult(answers=answers, judge=self._name, latency_ms=(time.perf_counter() - started) * 1000)
+        latency_ms = (time.perf_counter() - started) * 1000
+        return JudgeResult(answers=answers, judge=self._name, latency_ms=latency_ms, usage=self._rules.usage)
 
     def _match(self, request: JudgeRequest, claim: Claim) -> Rule | None:
         return next((r for r in self._rules.rules if r.applies(request.mode, claim, request)), None)
@@ -192,9 +197,23 @@ def _validate(data: dict[str, Any], source: str) -> Rules:
     if isinstance(default_count, bool) or not isinstance(default_count, int) or default_count < 0:
         issue("default_count", f"must be a whole number >= 0, not {default_count!r}")
     rules = _validate_rules(data.get("rules", []), source, _line_of(data, "rules"), issues)
+    usage = _usage(data.get("usage"), issue)
     if issues or not is_score(default):
         raise PropositionFileError(issues)
-    return Rules(default=default, default_check=default_check, default_count=default_count, rules=rules)
+    return Rules(default=default, default_check=default_check, default_count=default_count, rules=rules, usage=usage)
+
+
+def _usage(raw: Any, issue: Any) -> TokenUsage:
+    """The per-call usage: a mapping of token kinds to whole numbers >= 0."""
+    if raw is None:
+        return ZERO_USAGE
+    bad = not isinstance(raw, dict) or any(
+        k not in _USAGE_KEYS or isinstance(v, bool) or not isinstance(v, int) or v < 0 for k, v in raw.items()
+    )
+    if bad:
+        issue("usage", f"must map {', '.join(_USAGE_KEYS)} to whole numbers >= 0")
+        return ZERO_USAGE
+    return TokenUsage(**raw)
 
 
 def _validate_rules(raw: Any, source: str, line: int, issues: list[FileIssue]) -> tuple[Rule, ...]:

@@ -40,6 +40,7 @@ _COMMAND_MODULES: tuple[tuple[str, str | None, str], ...] = (
     ("init", None, "app"),
     ("agents", "agents", "app"),
     ("alerts", "alerts", "app"),
+    ("shadow", "shadow", "app"),
     ("experiment", "experiment", "app"),
     ("view", None, "app"),
     ("metareason", "metareason", "app"),

@@ -26,7 +26,8 @@ CONFIG_KEYS_HELP = (
     "minimum_required_qty_of_actions (0-1000); anti_convergence_enabled (bool); convergence_threshold (0-9); "
     "variety_intervention_enabled (bool); variety_message_threshold (0-1000); "
     "repetition_suppression_enabled (bool); repetition_threshold (0-1); monitor_enabled (bool); "
-    "monitor_alpha (0-0.5); monitor_min_shift (0-8); monitor_reference (baseline | first-n)"
+    "monitor_alpha (0-0.5); monitor_min_shift (0-8); monitor_reference (baseline | first-n); "
+    "propositions (a tree's path), judge (a judge spec)"
 )
 #: exit code of ``drift config set`` when the change was stored but not announced to the workers
 EXIT_NOT_ANNOUNCED = 3

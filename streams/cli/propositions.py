@@ -79,18 +79,13 @@ def _dimension(value: str) -> Dimension:
         raise _fail(f"unknown dimension '{value}'{hint}") from None
 
 
-@app.command()
-def validate(directory: DirArg = None) -> None:
-    """Validate every proposition, persona and intervention file of DIR, including each agent's merge with the
-    defaults.
-
-    Prints one FILE:LINE: field.path: message line per problem on stderr and exits 2, or a summary.
-    """
+def tree_problems(root: Path) -> tuple[Any, list[Any], int]:
+    """The tree's report, its problems (every file, each agent's merge, the interventions) and how many
+    interventions it holds: what ``drift propositions validate`` checks (``drift shadow start`` too)."""
     from engine.errors import PropositionFileError
     from engine.interventions import load_interventions
     from engine.proposition_tree import check_tree
 
-    root = _directory(directory)
     report = check_tree(root)
     issues = list(report.issues)
     interventions = 0
@@ -99,7 +94,18 @@ def validate(directory: DirArg = None) -> None:
             interventions = len(load_interventions(root / "interventions", root))
         except PropositionFileError as exc:
             issues.extend(exc.issues)
-    issues = list(dict.fromkeys(issues))  # a problem two loaders meet is one problem
+    return report, list(dict.fromkeys(issues)), interventions  # a problem two loaders meet is one problem
+
+
+@app.command()
+def validate(directory: DirArg = None) -> None:
+    """Validate every proposition, persona and intervention file of DIR, including each agent's merge with the
+    defaults.
+
+    Prints one FILE:LINE: field.path: message line per problem on stderr and exits 2, or a summary.
+    """
+    root = _directory(directory)
+    report, issues, interventions = tree_problems(root)
     if issues:
         for issue in issues:
             typer.echo(str(issue), err=True)

@@ -24,20 +24,22 @@ from engine.gate import (
     AttemptResult,
     AttemptSummary,
     Decision,
-    DimensionCheck,
     GateDecision,
     decide,
     pre_decision,
     run_checks,
 )
 from engine.judges.base import Judge
+from engine.judges.budget import GATE_LANE
 from engine.library import PropositionLibrary
-from engine.models import Event, Persona
+from engine.models import AgentConfig, Event, Persona
 from engine.scoring import ScoringTarget
 from engine.settings import Settings
 from streams.runtime.eviction import unknown_earlier_attempts
 from streams.runtime.history import HistoryView
+from streams.services.candidates import Candidates
 from streams.services.configs import ConfigCache
+from streams.services.records import build_log, build_verdict, committed_message
 from streams.services.stats import GateStats
 from streams.wire.payloads import Draft
 from streams.wire.topics import Topics
@@ -100,6 +102,8 @@ class GateDeps:
     feed: CatchUp | None = None  # None: nothing feeds the view but this gate (tests)
     replayed: bool = False  # the feed has caught up once since the worker started
     verdicts: MutableMapping[str, Any] = field(default_factory=dict)  # draft id -> {attempt: its records}
+    #: per-agent propositions trees and judges (an agent's ``propositions`` / ``judge`` keys); None: only ours
+    candidates: Candidates | None = None
     _tokens: dict[str, TokenizedMessage] = field(default_factory=dict)
 
     async def flush_tables(
@@ -130,6 +134,13 @@ class GateDeps:
             await ship()
         return delivered
 
+    def pick(self, config: AgentConfig) -> tuple[Judge, PropositionLibrary]:
+        """The judge and library gating an agent with ``config``: the worker's, unless the configuration names
+        its own (after ``drift shadow promote``)."""
+        if self.candidates is None or (config.judge is None and config.propositions is None):
+            return self.judge, self.library
+        return self.candidates.pick(config, GATE_LANE)
+
     @functools.cached_property
     def topics(self) -> Topics:
         return Topics(self.settings.topic_prefix)
@@ -148,8 +159,8 @@ class GateDeps:
         return cached
 
 
-def _persona(deps: GateDeps, draft: Draft) -> Persona | None:
-    persona = deps.library.persona(draft.agent_id)
+def _persona(library: PropositionLibrary, draft: Draft) -> Persona | None:
+    persona = library.persona(draft.agent_id)
     if draft.persona:
         return Persona(id=draft.agent_id, name=draft.agent_name or draft.agent_id, personality=draft.persona)
     return persona
@@ -191,6 +202,7 @@ def committed_actions(history: list[dict[str, Any]]) -> int:
 
 async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, GateDecision]:
     config = deps.configs.get(draft.agent_id, draft.agent_name)
+    judge, library = deps.pick(config)
     history = deps.recent.get(draft.agent_id) or []
     # a redelivered draft whose commit was already recorded must not count itself
     minimum = config.minimum_required_qty_of_actions
@@ -208,13 +220,13 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
         deps.replayed = await deps.feed.caught_up(min(deps.settings.judge_deadline_s, REPLAY_WAIT_S))
     # the conversation and the persona are only needed when a judge is asked
     target = (
-        _target(deps, draft, recent, _persona(deps, draft))
+        _target(deps, draft, recent, _persona(library, draft))
         if dims
         else ScoringTarget(draft.agent_id, action=draft.text)
     )
     result = await run_checks(
-        deps.judge,
-        deps.library.psets(draft.agent_id, dims, action=True),
+        judge,
+        library.psets(draft.agent_id, dims, action=True),
         target,
         config,
         attempt=draft.attempt,
@@ -226,83 +238,6 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
     )
     earlier = [AttemptSummary(**a) for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] < draft.attempt]
     return result, decide(result, earlier, config)
-
-
-def _score_out(check: DimensionCheck) -> dict[str, Any]:
-    return {"score": check.score, "threshold": check.threshold, "passed": check.passed,
-            "timed_out": check.timed_out, "error": check.error, "reasoning": check.reasoning}  # fmt: skip
-
-
-def build_verdict(
-    draft: Draft, result: AttemptResult, decision: GateDecision, latency_ms: float, judge: str, unknown: int = 0
-) -> dict[str, Any]:
-    """The ``verdicts`` record as a plain dict (shape of :class:`streams.wire.payloads.Verdict`; built without
-    pydantic because this is the hot path — a test checks it validates against the model)."""
-    similarity = result.similarity
-    return {
-        "draft_id": draft.draft_id,
-        "attempt": draft.attempt,
-        "agent_id": draft.agent_id,
-        "run_id": draft.run_id,
-        "decision": decision.decision.value,
-        "outcome": decision.outcome.value,
-        "text": decision.text,
-        "committed_attempt": decision.committed_attempt,
-        "scores": {c.dimension.value: _score_out(c) for c in result.checks},
-        "similarity": None
-        if similarity is None
-        else {"score": similarity.score, "threshold": similarity.threshold, "passed": similarity.passed,
-              "most_similar": similarity.most_similar},
-        "feedback": decision.feedback,
-        "latency_ms": latency_ms,
-        "token_usage": result.usage.as_dict(),
-        "judge": judge if result.checks else None,
-        "unknown_earlier_attempts": unknown,
-    }  # fmt: skip
-
-
-def build_log(draft: Draft, verdict: dict[str, Any], now: str) -> dict[str, Any]:
-    """The ``correction-logs`` record (shape of :class:`streams.wire.payloads.CorrectionLog`), derived from the verdict
-    alone, so a re-emitted attempt's log is rebuilt exactly from its verdict record."""
-    committed = verdict["decision"] == "commit"
-    scores = verdict["scores"]
-    similarity = verdict["similarity"]
-    return {
-        "draft_id": draft.draft_id,
-        "attempt_number": draft.attempt,
-        "agent_id": draft.agent_id,
-        "run_id": draft.run_id,
-        "original_text": draft.text,
-        "corrected_text": verdict["text"] if committed and verdict["text"] != draft.text else None,
-        "dimension_scores": {
-            name: {"score": s["score"], "reasoning": s["reasoning"], "timed_out": s["timed_out"], "error": s["error"]}
-            for name, s in scores.items()
-        },
-        "similarity_score": similarity["score"] if similarity else None,
-        "total_score": sum(s["score"] for s in scores.values()),
-        "decision": verdict["decision"],
-        "outcome": verdict["outcome"],
-        "token_usage": verdict["token_usage"],
-        "latency_ms": verdict["latency_ms"],
-        "created_at": now,
-    }
-
-
-def committed_message(draft: Draft, text: str, now: str) -> dict[str, Any]:
-    """The ``messages`` record of a commit (shape of :class:`streams.wire.payloads.Message`)."""
-    return {
-        "message_id": draft.draft_id,
-        "agent_id": draft.agent_id,
-        "agent_name": draft.agent_name,
-        "text": text,
-        "kind": "action",
-        "source": None,
-        "run_id": draft.run_id,
-        "channel": draft.channel,
-        "recipient": draft.recipient,
-        "origin": "gate",
-        "ts": now,
-    }
 
 
 VERDICTS_KEPT = 50_000
@@ -374,7 +309,8 @@ async def process_draft(
     unknown = unknown_earlier_attempts(deps.pending, draft) if draft.attempt > 1 else 0
     result, decision = await judge_attempt(deps, draft)
     latency_ms = (time.monotonic() - received) * 1000.0
-    verdict = build_verdict(draft, result, decision, latency_ms, deps.judge.name, unknown)
+    judge = deps.pick(deps.configs.get(draft.agent_id, draft.agent_name))[0]
+    verdict = build_verdict(draft, result, decision, latency_ms, judge.name, unknown)
     record = {"verdict": verdict, "at": utcnow_iso()}
     if decision.decision is Decision.COMMIT:
         remember_commit(tables.recent, draft.agent_id, draft.draft_id, decision.text, draft.channel)

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
 
@@ -233,10 +233,17 @@ def _row(alert: Alert) -> dict[str, Any]:
     return data
 
 
-class _Seek(ConsumerRebalanceListener):  # type: ignore[misc]
+class OffsetOwner(Protocol):
+    """A consumer group that stores its offsets in PostgreSQL (``monitor_offsets``): the monitor, the shadows."""
+
+    group: str
+    store: Callable[[], Awaitable[Store]]
+
+
+class SeekStored(ConsumerRebalanceListener):  # type: ignore[misc]
     """On assignment, start every partition at the offset the stored states reflect."""
 
-    def __init__(self, consumer: AIOKafkaConsumer, service: MonitorService) -> None:
+    def __init__(self, consumer: AIOKafkaConsumer, service: OffsetOwner) -> None:
         self.consumer, self.service = consumer, service
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
@@ -265,7 +272,7 @@ async def run_monitor(service: MonitorService) -> None:
                                 heartbeat_interval_ms=1000)  # fmt: skip
     try:
         await start_with_retry(consumer, settings.broker, max(30.0, settings.connect_timeout_s))
-        consumer.subscribe([topics.correction_logs, topics.evaluations], listener=_Seek(consumer, service))
+        consumer.subscribe([topics.correction_logs, topics.evaluations], listener=SeekStored(consumer, service))
         while True:
             fetched = await consumer.getmany(timeout_ms=500, max_records=BATCH)
             found = [

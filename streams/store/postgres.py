@@ -19,6 +19,7 @@ from streams.store.configuration import ConfigurationQueries
 from streams.store.messages import MessageQueries
 from streams.store.monitor import MonitorQueries
 from streams.store.restore import RestoreQueries
+from streams.store.shadows import ShadowQueries
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -31,7 +32,7 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=_json, decoder=orjson.loads, schema="pg_catalog")
 
 
-class Store(ConfigurationQueries, MessageQueries, RestoreQueries, MonitorQueries, AnchorQueries):
+class Store(ConfigurationQueries, MessageQueries, RestoreQueries, MonitorQueries, AnchorQueries, ShadowQueries):
     """An asyncpg pool plus every query persona-drift runs (one mixin per concern)."""
 
     def __init__(self, pool: asyncpg.Pool) -> None:

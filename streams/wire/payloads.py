@@ -295,6 +295,35 @@ class Alert(_Outbound):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class ShadowChange(_Inbound):
+    """``shadows`` (compacted): a shadow as stored after a change (start, stop, budget spent, promote). Key: its
+    name. Workers keep the running ones and judge their samples beside the gate (docs/shadow.md)."""
+
+    name: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    agents: str = Field(description="Glob over agent ids")
+    propositions: str | None = Field(None, description="Candidate propositions tree; null: the agent's live one")
+    judge: str | None = Field(None, description="Candidate judge spec; null: the agent's live one")
+    settings: dict[str, Any] = Field(default_factory=dict, description="Candidate configuration keys")
+    sample: float = Field(gt=0, le=1)
+    budget_usd: float | None = None
+    max_tokens: int | None = None
+    status: Literal["running", "budget_spent", "stopped", "promoted"]
+    created_at: datetime
+
+
+class ShadowVerdict(CorrectionLog):
+    """``shadow-verdicts`` (out): the candidate's verdict on one live attempt — the correction-log shape — with
+    the shadow's name, the live verdict's id and a copy of the live verdict's figures. Key: ``agent_id``."""
+
+    shadow: str
+    live_verdict_id: str = Field(description="The live verdict's id: draft_id:attempt_number")
+    live_decision: Decision
+    live_dimension_scores: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    live_total_score: float | None = None
+    live_token_usage: TokenUsageOut = Field(default_factory=TokenUsageOut)
+    judge: str | None = Field(None, description="The candidate judge's name (scripted judges say so)")
+
+
 def encode(model: BaseModel) -> bytes:
     return orjson.dumps(model.model_dump(mode="json"))
 
@@ -335,4 +364,6 @@ TOPIC_MODELS: dict[str, type[BaseModel]] = {
     "steps": Step,
     "directives": Directives,
     "alerts": Alert,
+    "shadows": ShadowChange,
+    "shadow-verdicts": ShadowVerdict,
 }

@@ -19,6 +19,8 @@ TOPIC_NAMES: tuple[str, ...] = (
     "steps",
     "directives",
     "alerts",
+    "shadows",
+    "shadow-verdicts",
 )
 
 #: Faust tables of the gate app (their changelog topics are created up front too).
@@ -64,6 +66,7 @@ def topic_configs(settings: Settings) -> dict[str, dict[str, str]]:
     :mod:`streams.runtime.restore` for how a restore stays bounded there."""
     base = app_id(settings)
     configs = {f"{base}-{name}-changelog": {"cleanup.policy": "compact"} for name in TABLE_NAMES}
+    configs[f"{settings.topic_prefix}shadows"] = {"cleanup.policy": "compact"}  # a shadow's latest state per name
     retention_ms = str(int(settings.eval_window_s * 2 * 1000))
     for name in WINDOWED_TABLES:
         configs[f"{base}-{name}-changelog"] = {"cleanup.policy": "compact,delete", "retention.ms": retention_ms}

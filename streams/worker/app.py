@@ -16,13 +16,16 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from engine.errors import ConfigurationError, PayloadError
 from engine.judges.base import Judge
-from engine.judges.budget import EVAL_LANE, GATE_LANE, JudgeBudget
+from engine.judges.budget import EVAL_LANE, GATE_LANE, SHADOW_LANE, JudgeBudget
+from engine.judges.factory import make_judge
 from engine.library import PropositionLibrary
 from engine.models import AgentConfig
+from engine.pricing import PriceTable
 from engine.settings import Settings
 from streams.runtime import faust_private
 from streams.runtime.faust_app import DriftApp, faust_app, raw_topic
@@ -31,12 +34,15 @@ from streams.runtime.output import Output
 from streams.runtime.tables import DirectTable
 from streams.services.alerting import AlertCounts, MonitorPolicies, Webhook
 from streams.services.anchors import AnchorService, check_anchor_file
+from streams.services.candidates import Candidates
 from streams.services.configs import ConfigCache
 from streams.services.context import DeadLetters, WorkerStore
 from streams.services.evaluations import EvaluationService
 from streams.services.eviction import Evictor, install_eviction
 from streams.services.gate import GateDeps, Sender
 from streams.services.monitor import MonitorService, keep_running, run_monitor
+from streams.services.shadow import ShadowCache, ShadowService, run_shadows
+from streams.services.shadow_judge import CandidateJudge
 from streams.services.sinks import run_sinks
 from streams.services.stats import GateStats, RetryCounts, TimedJudge
 from streams.services.steps import CustomInterventions, StepProcessor, StepService, load_custom
@@ -92,6 +98,7 @@ class Worker:
     state_lane: StateLane
     evictor: Evictor
     monitor: Monitoring
+    shadows: ShadowService
 
 
 def _one_settings_object(settings: object) -> None:
@@ -126,34 +133,52 @@ def build_app(
     _one_settings_object(settings)
     topics, stats = Topics(settings.topic_prefix), GateStats(retries=retries or RetryCounts())
     output = Output(settings)
-    letters = DeadLetters(output.send, topics.dlq, stats)
+    letters = DeadLetters(output.send, topics.dlq, stats)  # the path of records that cannot be processed
     store = WorkerStore(settings.database(), stats.retries)
     restore = restore_plan(settings, store, partitions)  # table restores bounded by live state
     app = faust_app(settings, partitions, closing=output, skipped=letters.batch, restore=restore)
     tables = _tables(app, settings, partitions, output)
     feed = HistoryFeed(settings, HistoryView(max_age_s=settings.agent_idle_ttl_s), stats.retries)  # older: evicted
     configs = ConfigCache(store, wait_for_store=True)  # loaded by store.open
-    budget, timed = JudgeBudget(settings.judge_concurrency, settings.eval_judge_share), TimedJudge(judge, stats)
-    online, offline = (budget.judge(timed, lane, settings.judge_deadline_s) for lane in (GATE_LANE, EVAL_LANE))
-    library = PropositionLibrary(settings.propositions_dir)
+    budget, online, offline, library, candidates = _judging(settings, judge, stats)
     gate = GateDeps(settings, online, library, configs, output.send, tables.recent, tables.pending, stats=stats,
-                    view=feed.view, feed=feed, verdicts=tables.verdicts)  # fmt: skip
+                    view=feed.view, feed=feed, verdicts=tables.verdicts, candidates=candidates)  # fmt: skip
     processor = StepProcessor(settings, online, configs, library, feed.view, feed,
                               CustomInterventions(load_custom(settings.propositions_dir)), stats)  # fmt: skip
     steps = StepService(settings, processor, feed, output.send, letters.record)
     evaluations = EvaluationService(settings, offline, store, output.send, letters.record)
-    consumer = AppConsumer(app)
-    gate_lane = GateLane(gate, consumer, output.batch, letters.record)
+    gate_lane = GateLane(gate, consumer := AppConsumer(app), output.batch, letters.record)
     state_lane = StateLane(gate, tables.counts, consumer, letters.record, output.send,
                            bind=functools.partial(bind_record, app), requests=topics.evaluation_requests,
                            threshold=settings.eval_threshold)  # fmt: skip
-    owned = functools.partial(owned_partitions, app, topics.drafts)
-    evictor = Evictor(settings, configs, feed.view, *tables[:3], gate_lane.dispatcher.busy, owned, stats)
-    monitor = _monitoring(settings, store, configs, offline, output.send, stats, judge.name)
-    worker = Worker(settings, output, letters, store, configs, budget, gate, steps, evaluations, gate_lane,
-                    state_lane, evictor, monitor)  # fmt: skip
+    evictor = Evictor(settings, configs, feed.view, *tables[:3], gate_lane.dispatcher.busy,
+                      functools.partial(owned_partitions, app, topics.drafts), stats)  # fmt: skip
+    monitor, send = _monitoring(settings, store, configs, offline, output.send, stats, judge.name), output.send
+    worker = Worker(settings, output, letters, store, configs, budget, gate, steps, evaluations, gate_lane, state_lane,
+                    evictor, monitor, _shadowing(settings, store, configs, candidates, feed.view, send))  # fmt: skip
     _install(app, worker, on_ready)
     return app, worker
+
+
+def _judging(
+    settings: Settings, judge: Judge, stats: GateStats
+) -> tuple[JudgeBudget, Judge, Judge, PropositionLibrary, Candidates]:
+    """The judge budget, the gate's and the evaluations' judges (one timed judge on two lanes), the worker's
+    library, and the per-agent trees and judges (after a promote) and the shadows' candidates, each on its lane."""
+    budget, timed = JudgeBudget(settings.judge_concurrency, settings.eval_judge_share,
+                                settings.shadow_judge_slots), TimedJudge(judge, stats)  # fmt: skip
+    online, offline = (budget.judge(timed, lane, settings.judge_deadline_s) for lane in (GATE_LANE, EVAL_LANE))
+    library = PropositionLibrary(settings.propositions_dir)
+    lanes = {GATE_LANE: online, SHADOW_LANE: budget.judge(judge, SHADOW_LANE, settings.judge_deadline_s)}
+    make = functools.partial(make_judge, settings=settings, own_limits=False)
+    return budget, online, offline, library, Candidates(library, lanes, make, budget, settings.judge_deadline_s)
+
+
+def _shadowing(settings: Settings, store: WorkerStore, configs: ConfigCache, candidates: Candidates,
+               view: HistoryView, send: Sender) -> ShadowService:  # fmt: skip
+    prices = PriceTable.load(Path(settings.prices_file) if settings.prices_file else None)
+    return ShadowService(settings, store, ShadowCache(), CandidateJudge(settings, configs, candidates, view, prices),
+                         send)  # fmt: skip
 
 
 def owned_partitions(app: DriftApp, topic: str) -> set[int]:
@@ -189,6 +214,7 @@ def _install(app: DriftApp, worker: Worker, on_ready: Callable[[], None] | None)
     worker.steps.install(app)
     install_eviction(app, worker.settings, worker.evictor, worker.gate.flush_tables)  # idle agents leave memory
     _install_monitor(app, worker.monitor, worker.store)
+    _install_shadows(app, worker.shadows, worker.store, worker.letters)
     _install_lifecycle(app, worker, on_ready)
     _install_stats_pages(app, worker)
     _install_config_page(app, worker.configs)
@@ -255,6 +281,29 @@ def _install_monitor(app: DriftApp, monitoring: Monitoring, store: WorkerStore) 
             await (await store()).prune_monitor_seen()
 
 
+def _install_shadows(app: DriftApp, shadows: ShadowService, store: WorkerStore, letters: DeadLetters) -> None:
+    """The shadow lane (a task beside the gate) and the shadows it runs: from the compacted ``shadows`` topic at
+    once and from the table every second; ``/shadows`` lists the running ones this worker holds."""
+    app.task(functools.partial(keep_running, functools.partial(run_shadows, shadows)))
+
+    @app.agent(raw_topic(app, shadows.topics.shadows), name="shadows")
+    async def shadow_changes(stream: Any) -> None:
+        async for event in stream.events():
+            try:
+                shadows.cache.apply(event.value)
+            except (PayloadError, ValueError) as exc:
+                await letters.record(event, f"invalid shadows record: {exc}")
+
+    @app.timer(1.0)  # type: ignore[untyped-decorator]
+    async def refresh_shadows() -> None:
+        if store.ready.is_set():
+            shadows.cache.replace(await (await store()).shadow_states())
+
+    @app.page("/shadows")
+    async def shadows_page(web: Any, request: Any) -> Any:
+        return web.json({"running": sorted(s.name for s in shadows.cache.running())})
+
+
 def _install_stats_pages(app: DriftApp, worker: Worker) -> None:
     @app.page("/stats")
     async def stats_page(web: Any, request: Any) -> Any:
@@ -262,7 +311,7 @@ def _install_stats_pages(app: DriftApp, worker: Worker) -> None:
         return web.json({**worker.gate.stats.snapshot(), "anchor_calls": anchors.calls,
                          "anchor_tokens": anchors.tokens, "judge": worker.gate.judge.name})  # fmt: skip
 
-    registry = metrics_registry(worker.gate.stats, worker.monitor.counts)
+    registry = metrics_registry(worker.gate.stats, worker.monitor.counts, worker.shadows.counts)
 
     @app.page("/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:

@@ -15,6 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from streams.services.alerting import AlertCounts
+from streams.services.shadow import ShadowCounts
 from streams.services.stats import GateStats
 
 CONTENT_TYPE = "text/plain; version=0.0.4"  # aiohttp adds the charset; it refuses one here
@@ -97,12 +98,30 @@ class AlertCollector(Collector):
         yield _counter("alert_webhook_dropped", "Alerts the webhook's full queue dropped.", self.counts.webhook_dropped)
 
 
-def metrics_registry(stats: GateStats, alerts: AlertCounts | None = None) -> CollectorRegistry:
-    """A registry with the statistics of one worker, its two latency histograms and the monitor's alerts."""
+class ShadowCollector(Collector):
+    """Shadow gating: candidate verdicts stored and samples skipped (the lane had fallen behind), per shadow."""
+
+    def __init__(self, counts: ShadowCounts) -> None:
+        self.counts = counts
+
+    def collect(self) -> Iterator[Metric]:
+        yield _counter("shadow_verdicts", "Shadow verdicts this worker stored.", label="shadow",
+                       by=self.counts.verdicts)  # fmt: skip
+        yield _counter("shadow_skipped", "Shadow samples skipped because the shadow lane had fallen behind.",
+                       label="shadow", by=self.counts.skipped)  # fmt: skip
+
+
+def metrics_registry(
+    stats: GateStats, alerts: AlertCounts | None = None, shadows: ShadowCounts | None = None
+) -> CollectorRegistry:
+    """A registry with the statistics of one worker, its two latency histograms, the monitor's alerts and the
+    shadows' counts."""
     registry = CollectorRegistry(auto_describe=True)
     registry.register(GateStatsCollector(stats))
     if alerts is not None:
         registry.register(AlertCollector(alerts))
+    if shadows is not None:
+        registry.register(ShadowCollector(shadows))
     registry.register(stats.verdict_latency)
     registry.register(stats.judge_latency)
     registry.register(stats.retries.counter)

@@ -42,6 +42,7 @@ SEED_001_DEFAULTS: dict[str, Any] = {
 MIGRATION = Path(__file__).resolve().parents[2] / "streams" / "store" / "migrations" / "001_initial.sql"
 MONITOR_MIGRATION = MIGRATION.with_name("011_monitor.sql")
 MONITOR_KEYS = {"monitor_enabled", "monitor_alpha", "monitor_min_shift", "monitor_reference"}
+CANDIDATE_KEYS = {"propositions", "judge"}  # shadow gating's promote (issue 30): the agent's own tree and judge
 _ADDED = re.compile(r"ADD COLUMN IF NOT EXISTS (\w+)\s+(boolean|double precision|text)\s+NOT NULL DEFAULT ([\w.']+)")
 _COLUMN = re.compile(r"^\s*(\w+)\s+(boolean|real|integer)\s+NOT NULL DEFAULT ([\w.]+),?$")
 
@@ -56,7 +57,7 @@ def test_defaults_match_seed_doc_001() -> None:
     assert {name: getattr(config, name) for name in SEED_001_DEFAULTS} == SEED_001_DEFAULTS
     # beyond the seed: the master switch, on by default (every dimension is off anyway), and the drift monitor's
     # keys (issue 27; it only watches, beside the verdict path)
-    assert set(AgentConfig.model_fields) - set(SEED_001_DEFAULTS) == {"gate_enabled", *MONITOR_KEYS}
+    assert set(AgentConfig.model_fields) - set(SEED_001_DEFAULTS) == {"gate_enabled", *MONITOR_KEYS, *CANDIDATE_KEYS}
     assert config.gate_enabled is True
 
 
@@ -78,6 +79,8 @@ def test_defaults_match_the_database_migration() -> None:
         columns[match.group(1)] = (
             raw.strip("'") if kind == "text" else _sql_default("real" if kind == "double precision" else kind, raw)
         )
+    candidates = MIGRATION.with_name("013_agent_candidates.sql").read_text(encoding="utf-8")  # nullable text: None
+    columns.update({name: None for name in re.findall(r"ADD COLUMN IF NOT EXISTS (\w+)\s+text\b", candidates)})
     assert columns == AgentConfig().model_dump()
 
 

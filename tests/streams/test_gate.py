@@ -9,7 +9,8 @@ import orjson
 from engine.gate import AttemptResult, Decision, DimensionCheck, GateDecision, Outcome, SimilarityCheck
 from engine.models import Dimension, TokenUsage
 from streams.runtime.dispatch import KeyedDispatcher
-from streams.services.gate import build_log, build_verdict, committed_message, remember_commit, utcnow_iso
+from streams.services.gate import remember_commit, utcnow_iso
+from streams.services.records import build_log, build_verdict, committed_message
 from streams.wire.payloads import CorrectionLog, Draft, Message, Verdict
 
 

@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_every_changelog_is_compacted_and_the_windowed_one_expires() -> None:
     settings = Settings(topic_prefix="p.", eval_window_s=600)
     configs = topic_configs(settings)
+    assert configs.pop("p.shadows") == {"cleanup.policy": "compact"}  # a shadow's latest state per name (issue 30)
     assert set(configs) == set(changelog_topics(settings))
     counts = next(name for name in configs if "message-counts" in name)
     assert configs.pop(counts) == {"cleanup.policy": "compact,delete", "retention.ms": "1200000"}
