@@ -34,9 +34,10 @@ sandbox-tools:
 	fi
 
 # -n auto: one pytest worker per core, each with its own embedded broker and database (tests/conftest.py);
-# --dist loadfile keeps a file's tests (and its module-scoped workers) on one of them.
+# --dist loadfile keeps a file's tests (and its module-scoped workers) on one of them; --no-loadscope-reorder hands
+# the files out longest first (tests/conftest.py orders them), not by their number of tests.
 test: $(VENV)/.dev sandbox-tools lint typecheck
-	$(BIN)/pytest -q -n auto --dist loadfile --durations=15
+	$(BIN)/pytest -q -n auto --dist loadfile --no-loadscope-reorder --durations=15
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .
