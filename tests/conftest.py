@@ -36,6 +36,42 @@ def write(tmp_path: Path) -> Write:
     return _write
 
 
+#: The test files measured longest (wall seconds per file in one full run on 2 cores, longest first): `make test`
+#: starts them first (see :func:`pytest_collection_modifyitems`). Only the order depends on this list: a stale or
+#: missing entry costs time, never a result.
+LONGEST_FIRST = (
+    "tests/streams/cli/test_credentials_e2e.py",
+    "tests/streams/cli/test_ctrl_c_e2e.py",
+    "tests/streams/test_monitor_e2e.py",
+    "tests/streams/test_hardening_e2e.py",
+    "tests/streams/test_simulate_e2e.py",
+    "tests/streams/test_gate_e2e.py",
+    "tests/streams/cli/test_up_restart_e2e.py",
+    "tests/streams/test_ops_cli_e2e.py",
+    "tests/test_packaging.py",
+    "tests/streams/test_scale_out_e2e.py",
+    "tests/streams/test_chaos_wire_e2e.py",
+    "tests/streams/test_evaluations_e2e.py",
+    "tests/streams/test_redelivery_e2e.py",
+    "tests/streams/test_experiment_e2e.py",
+    "tests/streams/test_experiment_partial_e2e.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Longest files first: the files of :data:`LONGEST_FIRST`, then every other file holding an end-to-end test,
+    then the rest, each in collection order (a file's tests keep theirs). pytest-xdist's ``--dist loadfile`` hands
+    out files in this order (`make test` turns off its own ordering by test count, which put the one-test e2e files
+    last): the run then ends with short files on both cores, not with one core running a two-minute file."""
+    rank: dict[str, int] = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        e2e = item.get_closest_marker("e2e") is not None
+        first = LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST) + (0 if e2e else 1)
+        rank[path] = min(rank.get(path, first), first)
+    items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])
+
+
 #: The open lock file of the running test (None outside pytest-xdist): see :func:`_timed_alone` and :func:`alone`.
 _LOCK = pytest.StashKey[Any]()
 
