@@ -40,6 +40,7 @@ def write(tmp_path: Path) -> Write:
 #: starts them first (see :func:`pytest_collection_modifyitems`). Only the order depends on this list: a stale or
 #: missing entry costs time, never a result.
 LONGEST_FIRST = (
+    "tests/streams/test_shadow_e2e.py",
     "tests/streams/cli/test_credentials_e2e.py",
     "tests/streams/cli/test_ctrl_c_e2e.py",
     "tests/streams/test_monitor_e2e.py",
