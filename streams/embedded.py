@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -51,7 +52,24 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
-def free_port() -> int:
+#: Where :func:`free_port` looks first: below Linux's default ephemeral range (32768-60999).
+LISTEN_PORTS = range(20_000, 32_768)
+
+
+def free_port(tries: int = 50) -> int:
+    """A port on 127.0.0.1 that nothing listens on or is bound to now, for a server started next.
+
+    It is drawn at random below the ephemeral range: a port the kernel hands out for ``bind(0)`` comes from the
+    range it also gives outgoing connections (every Kafka and PostgreSQL client's local port), so one of those
+    could take it before the server binds it (seen: a worker's web server failing with "address already in
+    use"). The kernel's pick is the fallback when no drawn port is free."""
+    for port in random.sample(LISTEN_PORTS, tries):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
