@@ -36,11 +36,14 @@ from engine.evaluation.run import run_evaluation
 from engine.judges.base import Judge
 from engine.models import EVALUATION_DIMENSIONS, Dimension, Event, EventKind
 from engine.personas import load_persona
+from engine.retry import RetryCounter, RetryPolicy, no_count, retrying
 from engine.settings import Settings
 from streams.runtime.dispatch import KeyedDispatcher
 from streams.runtime.faust_app import DriftApp, decoded_events, raw_topic
-from streams.services.context import DeadLetter, StoreAccess
+from streams.runtime.supervise import contained
+from streams.services.context import STORE_BACKOFF, DeadLetter, StoreAccess
 from streams.store import DuplicateRequest, PostgresEvaluationStore, Store, StoredRun
+from streams.store.errors import classify
 from streams.wire.payloads import MAX_ID_CHARS, EvaluationRequest, EvaluationSummary, decode, encode, utcnow
 from streams.wire.topics import Topics
 
@@ -209,15 +212,20 @@ async def schedule_evaluations(
     return requests
 
 
+def _database_away(exc: BaseException) -> bool:
+    """A database error that says nothing about the request (connection lost, server restarting…)."""
+    return classify(exc) == "transient" and not isinstance(exc, ServiceError)
+
+
 class EvaluationService:
     """The ``evaluation-requests`` agent and the crontab job that schedules evaluations.
 
     ``judge`` is the evaluations' judge (the worker passes its budget lane), ``store`` awaits the open store,
     ``send`` queues a record, ``dead_letter`` takes a request that could not be processed."""
 
-    def __init__(
-        self, settings: Settings, judge: Judge, store: StoreAccess, send: Sender, dead_letter: DeadLetter
-    ) -> None:
+    def __init__(self, settings: Settings, judge: Judge, store: StoreAccess, send: Sender, dead_letter: DeadLetter,
+                 on_retry: RetryCounter = no_count) -> None:  # fmt: skip
+        self.on_retry = on_retry
         self.settings = settings
         self.judge = judge
         self.store = store
@@ -230,10 +238,17 @@ class EvaluationService:
         )
 
     async def work(self, item: tuple[Any, EvaluationRequest]) -> None:
-        """Evaluate one request, publish its summary, ack it; a failure is dead-lettered (and acked)."""
+        """Evaluate one request, publish its summary, ack it; a failure is dead-lettered (and acked). While
+        the database is away the request waits and is tried again (never dead-lettered for that): a finished
+        run is found by its request id, so a retry does not evaluate twice."""
         event, request = item
+        policy = RetryPolicy("evaluation_database", _database_away, STORE_BACKOFF, level=logging.WARNING)
+
+        async def attempt() -> StoredRun:
+            return await evaluate_request(await self.store(), self.judge, self.settings, request)
+
         try:
-            stored = await evaluate_request(await self.store(), self.judge, self.settings, request)
+            stored = await retrying(attempt, policy, self.on_retry)
             summary = encode(summary_of(stored))
             await deliver(self.send, self.topics.evaluations, request.agent_id.encode(), summary)
         except Exception as exc:
@@ -256,5 +271,6 @@ class EvaluationService:
                 await self.dispatcher.submit(request.agent_id, (event, request))
 
         @app.crontab(self.settings.eval_cron, on_leader=True)
+        @contained("scheduled evaluations")
         async def scheduled_evaluations() -> None:
             await self.schedule()

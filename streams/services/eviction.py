@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from engine.settings import Settings
 from streams.runtime.eviction import Clock
 from streams.runtime.history import HistoryView
+from streams.runtime.supervise import contained
 from streams.services.configs import ConfigCache
 from streams.services.sinklag import SinkLag
 from streams.services.stats import GateStats
@@ -136,6 +137,7 @@ def install_eviction(app: DriftApp, settings: Settings, evictor: Evictor, flush:
     measurement and the sinks' lag to the gate ``app``."""
 
     @app.timer(sweep_interval(settings))  # type: ignore[untyped-decorator]
+    @contained("idle eviction sweep")
     async def evict_idle() -> None:
         await sweep_and_flush(evictor, flush)
 

@@ -15,7 +15,6 @@ deterministic alert id, which the alert table ignores), then to the optional web
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -241,21 +240,36 @@ class OffsetOwner(Protocol):
 
 
 class SeekStored(ConsumerRebalanceListener):  # type: ignore[misc]
-    """On assignment, start every partition at the offset the stored states reflect."""
+    """On assignment, start every partition at the offset the stored states reflect.
+
+    aiokafka logs a listener's exception and goes on consuming from the group's committed offsets (none here:
+    the offsets live in PostgreSQL), so a failed read of the stored offsets (the database away) would start
+    the partitions from the beginning. Instead the assigned partitions are paused and :meth:`check`, called
+    by the consumer loop, raises the failure: the job restarts and seeks again."""
 
     def __init__(self, consumer: AIOKafkaConsumer, service: OffsetOwner) -> None:
         self.consumer, self.service = consumer, service
+        self.failed: Exception | None = None
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
         return None
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
-        store = await self.service.store()
-        for topic in {tp.topic for tp in assigned}:
-            stored = await store.stored_offsets(self.service.group, topic)
-            for tp in assigned:
-                if tp.topic == topic:
-                    await self._seek(tp, stored.get(tp.partition))
+        try:
+            store = await self.service.store()
+            for topic in {tp.topic for tp in assigned}:
+                stored = await store.stored_offsets(self.service.group, topic)
+                for tp in assigned:
+                    if tp.topic == topic:
+                        await self._seek(tp, stored.get(tp.partition))
+        except Exception as exc:  # raised from the consumer loop by check()
+            self.consumer.pause(*assigned)
+            self.failed = exc
+
+    def check(self) -> None:
+        """Raise the failure of the last assignment's seek, if it failed."""
+        if self.failed is not None:
+            raise self.failed
 
     async def _seek(self, tp: Any, offset: int | None) -> None:
         if offset is None:
@@ -272,9 +286,11 @@ async def run_monitor(service: MonitorService) -> None:
                                 heartbeat_interval_ms=1000)  # fmt: skip
     try:
         await start_with_retry(consumer, settings.broker, max(30.0, settings.connect_timeout_s))
-        consumer.subscribe([topics.correction_logs, topics.evaluations], listener=SeekStored(consumer, service))
+        listener = SeekStored(consumer, service)
+        consumer.subscribe([topics.correction_logs, topics.evaluations], listener=listener)
         while True:
             fetched = await consumer.getmany(timeout_ms=500, max_records=BATCH)
+            listener.check()
             found = [
                 o
                 for records in fetched.values()
@@ -285,17 +301,3 @@ async def run_monitor(service: MonitorService) -> None:
                 await service.apply(found)
     finally:
         await consumer.stop()
-
-
-async def keep_running(job: Callable[[], Awaitable[None]], pause_s: float = 5.0) -> None:
-    """Run ``job`` until it returns; an error is logged and the job starts again after ``pause_s`` (the monitor
-    must never take the worker down: it is beside the verdict path)."""
-    while True:
-        try:
-            await job()
-            return
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("monitor: %s failed; restarting in %.0fs", getattr(job, "__name__", "a job"), pause_s)
-        await asyncio.sleep(pause_s)

@@ -313,9 +313,11 @@ async def run_shadows(service: ShadowService) -> None:
                                 heartbeat_interval_ms=1000)  # fmt: skip
     try:
         await start_with_retry(consumer, settings.broker, max(30.0, settings.connect_timeout_s))
-        consumer.subscribe([service.topics.drafts], listener=SeekStored(consumer, service))
+        listener = SeekStored(consumer, service)
+        consumer.subscribe([service.topics.drafts], listener=listener)
         while True:
             fetched = await consumer.getmany(timeout_ms=500, max_records=BATCH)
+            listener.check()
             records = [Record(r.topic, r.partition, r.offset, r.timestamp, r.value)
                        for batch in fetched.values() for r in batch]  # fmt: skip
             if records:

@@ -31,6 +31,7 @@ from streams.runtime import faust_private
 from streams.runtime.faust_app import DriftApp, faust_app, raw_topic
 from streams.runtime.history import HistoryFeed, HistoryView
 from streams.runtime.output import Output
+from streams.runtime.supervise import contained, supervised
 from streams.runtime.tables import DirectTable
 from streams.services.alerting import AlertCounts, MonitorPolicies, Webhook
 from streams.services.anchors import AnchorService, check_anchor_file
@@ -40,7 +41,7 @@ from streams.services.context import DeadLetters, WorkerStore
 from streams.services.evaluations import EvaluationService
 from streams.services.eviction import Evictor, install_eviction
 from streams.services.gate import GateDeps, Sender
-from streams.services.monitor import MonitorService, keep_running, run_monitor
+from streams.services.monitor import MonitorService, run_monitor
 from streams.services.shadow import ShadowCache, ShadowService, run_shadows
 from streams.services.shadow_judge import CandidateJudge
 from streams.services.sinks import run_sinks
@@ -146,7 +147,7 @@ def build_app(
     processor = StepProcessor(settings, online, configs, library, feed.view, feed,
                               CustomInterventions(load_custom(settings.propositions_dir)), stats)  # fmt: skip
     steps = StepService(settings, processor, feed, output.send, letters.record)
-    evaluations = EvaluationService(settings, offline, store, output.send, letters.record)
+    evaluations = EvaluationService(settings, offline, store, output.send, letters.record, stats.retries)
     gate_lane = GateLane(gate, consumer := AppConsumer(app), output.batch, letters.record)
     state_lane = StateLane(gate, tables.counts, consumer, letters.record, output.send,
                            bind=functools.partial(bind_record, app), requests=topics.evaluation_requests,
@@ -237,6 +238,7 @@ def _install_lanes(app: DriftApp, worker: Worker) -> None:
     app.on_partitions_revoked.connect(revoked)  # type: ignore[arg-type]
 
     @app.timer(COUNT_FLUSH_S)  # type: ignore[untyped-decorator]
+    @contained("action counts flush")
     async def flush_counts() -> None:
         if state.due():
             await state.flush_counts()
@@ -268,13 +270,17 @@ def _install_sinks(app: DriftApp, settings: Settings, store: WorkerStore, retrie
 def _install_monitor(app: DriftApp, monitoring: Monitoring, store: WorkerStore) -> None:
     """The monitor's consumer, the anchors' re-scoring, the webhook and the open-alerts gauge: worker tasks
     beside the verdict path (a failure is logged and the task restarts; the gate never waits for them)."""
-    jobs: list[Callable[[], Any]] = [functools.partial(run_monitor, monitoring.service), monitoring.anchors.run]
+    jobs: dict[str, Callable[[], Any]] = {
+        "monitor consumer": functools.partial(run_monitor, monitoring.service),
+        "anchor re-scoring": monitoring.anchors.run,
+    }
     if monitoring.webhook is not None:
-        jobs.append(monitoring.webhook.run)
-    for job in jobs:
-        app.task(functools.partial(keep_running, job))
+        jobs["alert webhook"] = monitoring.webhook.run
+    for what, job in jobs.items():
+        app.task(supervised(job, what))
 
     @app.timer(10.0)  # type: ignore[untyped-decorator]
+    @contained("open alerts count")
     async def open_alerts() -> None:
         if store.ready.is_set():
             monitoring.counts.open = await (await store()).open_alerts()
@@ -284,7 +290,7 @@ def _install_monitor(app: DriftApp, monitoring: Monitoring, store: WorkerStore) 
 def _install_shadows(app: DriftApp, shadows: ShadowService, store: WorkerStore, letters: DeadLetters) -> None:
     """The shadow lane (a task beside the gate) and the shadows it runs: from the compacted ``shadows`` topic at
     once and from the table every second; ``/shadows`` lists the running ones this worker holds."""
-    app.task(functools.partial(keep_running, functools.partial(run_shadows, shadows)))
+    app.task(supervised(functools.partial(run_shadows, shadows), "shadow lane"))
 
     @app.agent(raw_topic(app, shadows.topics.shadows), name="shadows")
     async def shadow_changes(stream: Any) -> None:
@@ -295,6 +301,7 @@ def _install_shadows(app: DriftApp, shadows: ShadowService, store: WorkerStore, 
                 await letters.record(event, f"invalid shadows record: {exc}")
 
     @app.timer(1.0)  # type: ignore[untyped-decorator]
+    @contained("shadows refresh (the last known shadows stay)")
     async def refresh_shadows() -> None:
         if store.ready.is_set():
             shadows.cache.replace(await (await store()).shadow_states())
@@ -346,6 +353,7 @@ def _install_lifecycle(app: DriftApp, worker: Worker, on_ready: Callable[[], Non
         await store.open(configs)
 
     @app.timer(1.0)  # type: ignore[untyped-decorator]
+    @contained("configuration refresh")
     async def refresh_configs() -> None:
         if store.ready.is_set():
             await configs.refresh(await store())
