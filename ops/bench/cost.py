@@ -7,9 +7,10 @@ share cache entries no real deployment would); every action in it is a draft gat
 dimensions on the conversation of its channel so far, and committed. Strategies, each on a fresh server
 (an empty cache):
 
-- ``parallel``: ours by default, dimensions side by side, cache breakpoints after the rules and the persona;
-- ``staged``: ``DRIFT_GATE_SHARE_PREFIX``, the first dimension of each prompt prefix writes the evidence to the
-  cache and the others read it;
+- ``parallel``: ours by default, dimensions side by side, each reading the conversation up to the channel's
+  previous check and writing what is new (engine/judges/anthropic.py places the breakpoints);
+- ``staged``: ``DRIFT_GATE_SHARE_PREFIX``, one dimension writes the evidence, the draft and its persona to the
+  cache and the others read them;
 - ``tinytroupe``: TinyTroupe's strategy, one call per dimension in turn, each with the whole windowed
   trajectory, no prompt cache.
 
