@@ -30,12 +30,11 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-import anthropic
 from anthropic.types import AssistantMessageParam, MessageParam, TextBlockParam, UserMessageParam
 
 from engine.errors import ConfigurationError
 from engine.judges.llm import CallPolicy, LlmJudge, Reply, Turn
-from engine.llm.anthropic import CACHED, create_message
+from engine.llm.anthropic import CACHED, async_client, create_message
 from engine.prompts import Prompt
 from engine.settings import DEFAULT_ANTHROPIC_MODEL
 
@@ -68,9 +67,7 @@ class AnthropicJudge(LlmJudge):
         self._cache = prompt_cache
         # The installed SDK no longer has a ``temperature`` parameter; the API field is sent as an extra.
         self._extra_body = {"temperature": temperature} if temperature is not None else None
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=policy.deadline_s
-        )
+        self._client = async_client(api_key=api_key, base_url=base_url, deadline_s=policy.deadline_s)
 
     @property
     def model(self) -> str:

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from engine.errors import ConfigurationError
-from engine.judges.anthropic import AnthropicJudge
 from engine.judges.base import Judge
 from engine.judges.llm import CallPolicy
 from engine.judges.offline import OfflineJudge
@@ -61,6 +60,8 @@ def _build(
         path = Path(argument).expanduser()
         return ScriptedJudge.from_file(path) if kind == "scripted" else ReplayJudge(path)
     if kind == "anthropic":
+        from engine.judges.anthropic import AnthropicJudge  # the SDK's import is ~1 s of a worker's start: only here
+
         if not settings.anthropic_api_key:
             raise ConfigurationError(
                 "ANTHROPIC_API_KEY is not set: export it to use the anthropic judge, or choose another judge "

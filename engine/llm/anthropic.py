@@ -32,6 +32,19 @@ _RETRYABLE_TYPES = {"overloaded_error", "rate_limit_error", "api_error"}
 CACHED = CacheControlEphemeralParam(type="ephemeral")
 
 
+def async_client(*, api_key: str, base_url: str | None, deadline_s: float | None) -> anthropic.AsyncAnthropic:
+    """The SDK's client on aiohttp's connection pool (the SDK's ``DefaultAioHttpClient``), its own retries off.
+
+    The SDK's default transport (httpx with httpcore's pool) checks every pooled connection on every request it
+    assigns and every response it closes, probing each idle socket with a system call: the cost of a call
+    grows with the pool, and under a burst of parallel judge calls the pool grew, each call got slower, more
+    calls overlapped and the pool grew again (``python -m ops.bench.gate llm``: the gate fell to about 30
+    drafts/s with 150-220 open sockets, p50 20x one judge call; BENCHMARKS.md). aiohttp's connector hands
+    out an idle connection without scanning the pool."""
+    return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=deadline_s,
+                                    http_client=anthropic.DefaultAioHttpClient())  # fmt: skip
+
+
 class AnthropicTextModel(PolicedTextModel):
     """Claude through ``anthropic.AsyncAnthropic``; ``base_url`` points it at a compatible server."""
 
@@ -49,9 +62,7 @@ class AnthropicTextModel(PolicedTextModel):
         policy = policy or CallPolicy(deadline_s=60.0)
         super().__init__(f"anthropic:{model}", policy, rng=rng)
         self._model = model
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=policy.deadline_s
-        )
+        self._client = async_client(api_key=api_key, base_url=base_url, deadline_s=policy.deadline_s)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -92,15 +92,16 @@ async def load(
     return latencies
 
 
-async def lane(settings: Settings, name: str, expected: int, timeout_s: float) -> tuple[int, int, float]:
-    """Wait until the shadow accounted for ``expected`` samples (rows + skipped); its rows, skips and rows/s."""
+async def lane(settings: Settings, name: str, expected: int, timeout_s: float, since: float) -> tuple[int, int, float]:
+    """Wait until the shadow accounted for ``expected`` samples (rows + skipped); its rows, skips and rows per
+    second from ``since`` (epoch seconds, the phase's start) to its last row."""
     async with await Store.connect(settings.database()) as store:
         deadline = time.monotonic() + timeout_s
         while True:
             row = await store.pool.fetchrow(
-                "SELECT s.skipped, count(v.draft_id) AS rows, extract(epoch FROM max(v.created_at) - "
-                "min(v.created_at)) AS span FROM shadows s LEFT JOIN shadow_verdicts v ON v.shadow = s.name "
-                "WHERE s.name = $1 GROUP BY s.skipped", name)  # fmt: skip
+                "SELECT s.skipped, count(v.draft_id) AS rows, extract(epoch FROM max(v.created_at)) - $2 AS span "
+                "FROM shadows s LEFT JOIN shadow_verdicts v ON v.shadow = s.name "
+                "WHERE s.name = $1 GROUP BY s.skipped", name, since)  # fmt: skip
             assert row is not None
             if row["rows"] + row["skipped"] >= expected or time.monotonic() > deadline:
                 return int(row["rows"]), int(row["skipped"]), row["rows"] / max(float(row["span"] or 0), 1e-3)
@@ -148,18 +149,20 @@ async def _measure(prefixes: tuple[Settings, ...], workers: list[WorkerProcess],
             overloaded, workers[2].env["DRIFT_WEB_PORT"], Shadow("slow", "sh-slow-*", judge=slow, sample=1.0)
         )
         pair = {p: gates[p] for p in (plain.topic_prefix, shadowed.topic_prefix)}
+        since = time.time()
         first = await load(pair, agents, args.rate, args.seconds)
         results.update(_side_by_side("shadow_live", first[plain.topic_prefix], first[shadowed.topic_prefix]))
-        rows, skipped, per_s = await lane(shadowed, "strict", int(args.rate * args.seconds), 120)
+        rows, skipped, per_s = await lane(shadowed, "strict", int(args.rate * args.seconds), 120, since)
         results.update(
             {"shadow_kept_up_rows": rows, "shadow_kept_up_skipped": skipped, "shadow_kept_up_rows_per_s": per_s}
         )
         pair = {p: gates[p] for p in (plain.topic_prefix, overloaded.topic_prefix)}
+        since = time.time()
         second = await load(pair, agents, args.rate, args.seconds)
         results.update(
             _side_by_side("shadow_overloaded_live", second[plain.topic_prefix], second[overloaded.topic_prefix])
         )
-        rows, skipped, per_s = await lane(overloaded, "slow", int(args.rate * args.seconds), 120)
+        rows, skipped, per_s = await lane(overloaded, "slow", int(args.rate * args.seconds), 120, since)
         results.update({"shadow_overloaded_rows": rows, "shadow_overloaded_skipped": skipped,
                         "shadow_overloaded_rows_per_s": per_s, "shadow_slow_judge_ms": args.slow_ms})  # fmt: skip
     return results

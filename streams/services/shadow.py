@@ -204,15 +204,16 @@ class ShadowService:
 
     async def _judge_shadow(self, samples: list[Sample], live: dict[tuple[str, int], dict[str, Any]],
                             outcome: Outcome) -> None:  # fmt: skip
-        """Judge one shadow's samples: drafts in parallel (the budget's slots bound the calls), a draft's attempts
-        in order; one at a time under a budget, so it stops right after the call that spent it."""
+        """Judge one shadow's samples: as many drafts at once as the lane has judge slots (each checked for its
+        lag right before it is judged, so a sample never waits for a slot past the maximum lag), a draft's
+        attempts in order; one at a time under a budget, so it stops right after the call that spent it."""
         shadow, store = samples[0].shadow, await self.store()
         stored = await store.shadow(shadow.name)
         if stored is None or stored["status"] != ShadowStatus.RUNNING:
             return
         spend = Spend(int(stored["spent_tokens"]), float(stored["spent_usd"]))
         budgeted = shadow.budget_usd is not None or shadow.max_tokens is not None
-        gate = asyncio.Semaphore(1 if budgeted else len(samples))
+        gate = asyncio.Semaphore(1 if budgeted else self.settings.shadow_judge_slots)
         drafts: dict[str, list[Sample]] = {}
         for s in samples:
             drafts.setdefault(s.draft.draft_id, []).append(s)
