@@ -22,14 +22,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from engine.checks import TokenizedMessage, jaccard_similarity_tokenized, prepare
 from engine.errors import JudgeError
 from engine.judges.base import Judge
 from engine.models import ZERO_USAGE, AgentConfig, Dimension, TokenUsage
-from engine.propositions import ACTION_LEVEL_WINDOW_DEFAULTS, PropositionSet
+from engine.propositions import ACTION_LEVEL_WINDOW_DEFAULTS, PropositionSet, Window
 from engine.scoring import DimensionScore, ScoringTarget, score_dimension
 
 log = logging.getLogger(__name__)
@@ -197,26 +197,26 @@ async def run_checks(
     parallel: bool = True,
     tokens: TokenizedMessage | None = None,
     share_prefix: bool = False,
+    hopping: bool = False,
 ) -> AttemptResult:
     """Similarity first (cheap, no LLM), then every enabled LLM dimension in parallel (or in turn).
 
     ``tokens`` is the action already tokenised (a caller that caches tokens passes it). ``share_prefix``
-    (parallel only) stages the dimensions for the judge's prompt cache: see :func:`_staged`."""
+    (parallel only) stages the dimensions for the judge's prompt cache: see :func:`_staged`. ``hopping``:
+    the judge sees the hopping trajectory window instead of the sliding one (:mod:`engine.windows`)."""
     text = target.action or ""
-    similarity = None
-    if config.gate_similarity_enabled:
-        similarity = check_similarity(tokens or prepare(text), recent, config.max_action_similarity)
+    similar = config.gate_similarity_enabled
+    similarity = check_similarity(tokens or prepare(text), recent, config.max_action_similarity) if similar else None
     dims = [d for d in config.enabled_gate_dimensions() if d in psets and psets[d].propositions]
     if not dims:
         return AttemptResult(attempt=attempt, text=text, similarity=similarity)
+    window = replace(ACTION_LEVEL_WINDOW_DEFAULTS, hopping=hopping)
 
     def judged(d: Dimension) -> asyncio.Task[DimensionScore]:
-        return asyncio.ensure_future(
-            score_dimension(judge, psets[d], target, window_defaults=ACTION_LEVEL_WINDOW_DEFAULTS)
-        )
+        return asyncio.ensure_future(score_dimension(judge, psets[d], target, window_defaults=window))
 
     if parallel:
-        tasks = _staged(judge, psets, target, dims) if share_prefix else [judged(d) for d in dims]
+        tasks = _staged(judge, psets, target, dims, window) if share_prefix else [judged(d) for d in dims]
         checks = list(
             await asyncio.gather(
                 *(check_dimension(t, d, config.threshold(d), deadline_s) for t, d in zip(tasks, dims, strict=True))
@@ -228,30 +228,24 @@ async def run_checks(
 
 
 def _staged(
-    judge: Judge, psets: Mapping[Dimension, PropositionSet], target: ScoringTarget, dims: Sequence[Dimension]
-) -> list[asyncio.Task[DimensionScore]]:
-    """ "First call writes, the others read": dimensions whose prompts share a prefix (the same persona
-    inclusion: the same target part, then the same evidence) are grouped; the first of each group is judged at
-    once and the others start when it has answered (whatever the answer), so the provider has its cache entry
-    for the evidence. Every request marks the evidence for the cache. Each dimension's deadline still runs from
+    judge: Judge, psets: Mapping[Dimension, PropositionSet], target: ScoringTarget, dims: Sequence[Dimension],
+    window: Window,
+) -> list[asyncio.Task[DimensionScore]]:  # fmt: skip
+    """ "First call writes, the others read": every dimension's prompt starts with the same evidence and
+    draft (:mod:`engine.prompts`), so one leader, a dimension that includes the persona when there is one
+    (its persona part is then cached too), is judged at once and the others start when it has answered
+    (whatever the answer), so the provider has its cache entries. Each dimension's deadline still runs from
     the start, so a slow first call cannot hold the draft longer than the deadline."""
-    groups = [psets[d].include_personas for d in dims]
-    leaders: dict[bool, asyncio.Task[DimensionScore]] = {}
-    tasks: list[asyncio.Task[DimensionScore]] = []
+    leader_dim = next((d for d in dims if psets[d].include_personas), dims[0])
+    share = len(dims) > 1  # a dimension alone has nobody to share the evidence with
 
-    async def scored(d: Dimension, after: asyncio.Task[DimensionScore] | None, share: bool) -> DimensionScore:
+    async def scored(d: Dimension, after: asyncio.Task[DimensionScore] | None) -> DimensionScore:
         if after is not None:
             await asyncio.wait([after])  # its outcome is its own dimension's; only its timing matters here
-        return await score_dimension(
-            judge, psets[d], target, window_defaults=ACTION_LEVEL_WINDOW_DEFAULTS, share_history=share
-        )
+        return await score_dimension(judge, psets[d], target, window_defaults=window, share_history=share)
 
-    for d, group in zip(dims, groups, strict=True):
-        shared = groups.count(group) > 1  # a dimension alone in its group has nobody to share the evidence with
-        task = asyncio.ensure_future(scored(d, leaders.get(group), shared))
-        leaders.setdefault(group, task)
-        tasks.append(task)
-    return tasks
+    leader = asyncio.ensure_future(scored(leader_dim, None))
+    return [leader if d is leader_dim else asyncio.ensure_future(scored(d, leader)) for d in dims]
 
 
 def best_attempt(current: AttemptResult, earlier: Sequence[AttemptSummary]) -> AttemptSummary:

@@ -1,25 +1,32 @@
-"""The judge prompt: the 0–9 proposition rubric, true/false checks and idea enumeration, in four parts.
+"""The judge prompt: the 0–9 proposition rubric, true/false checks and idea enumeration, in five parts.
 
-A :class:`Prompt` is laid out for prompt caching: what stays the same from call to call comes first and what
-is new comes last, so a provider's prefix cache can reuse everything up to the newest part (issue 28):
+A :class:`Prompt` is laid out for prompt caching (issue 28): stable first and append-only, what is new last,
+so a provider's prefix cache serves everything a conversation's earlier checks and a draft's other dimensions
+already sent:
 
 1. ``system``: the rules; depends only on the mode and on whether the call is a batch;
-2. ``about``: the target and, when the dimension includes it, the persona; the same for every check of a target;
-3. ``history``: the evidence up to the judged action (the opening of the data section and the trajectory);
-   the same for every dimension of one draft, and for a draft's next attempt while nobody spoke in between;
-4. ``new``: the judged action, the supplementary evidence, the end of the data section, the claims (which
-   quote the draft) and the closing instruction.
+2. ``evidence``: the opening of the data section and the trajectory, one block per line: the same for every
+   dimension and every agent judged on the conversation, and, while the window only grows (a short history,
+   or the hopping window of :mod:`engine.windows` between two moves of its anchor), the next check's evidence
+   extends this one's;
+3. ``draft``: the end of the trajectory (its counts, the next event's number), the judged action, the
+   supplementary evidence and the end of the data section: the same for a draft's dimensions;
+4. ``about``: the target and, when the dimension includes it, the persona;
+5. ``new``: the claims (which quote the draft) and the closing instruction.
 
-``about + history + new`` is the user text, exactly; each part carries its own separating blank lines. The
-content is the one judged before the layout changed (the same sections, character for character, the code of
-the data section aside), only in this order: tests/engine/test_prompt_layout.py holds the definition.
+``evidence + draft + about + new`` is the user text, exactly; each part carries its own separating blank
+lines. The content is the one judged before the layout changed (the same sections, character for character,
+the code of the data section aside), only in this order and with the trajectory's counts in its last line
+instead of its heading (where they changed with every event): tests/engine/test_prompt_layout.py holds the
+definition.
 
 Agent text is untrusted. All evidence sits inside exactly one data section delimited by
-``<data-NONCE>`` … ``</data-NONCE>``. The nonce is derived from a hash of the stable ``about`` part (so the
-opening of the data section is the same on every call about a target, and recordings are stable) and is
+``<data-NONCE>`` … ``</data-NONCE>``. The nonce is derived from the trajectory's first line (so the opening of
+the data section is the same on every call about a conversation, and recordings are stable) and is
 re-derived until it does not occur in the section's content; on top of that, anything in agent text that looks
 like a data, claims or persona tag is defanged (its ``<`` becomes ``‹``) and multi-line texts are indented so
 they cannot forge trajectory lines. The system text states that the data section can never change the task.
+Why a nonce that agents could compute is still safe: see :func:`data_nonce`.
 
 A request with one claim is asked individually; two to :data:`MAX_BATCH_CLAIMS` claims are asked as a batch
 whose answers are keyed by claim id.
@@ -35,7 +42,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from itertools import count
 
-from engine.errors import ConfigurationError, JudgeError
+from engine.errors import JudgeError
 from engine.judges.base import MAX_BATCH_CLAIMS, JudgeMode, JudgeRequest
 from engine.models import Event, EventKind, Persona
 
@@ -119,28 +126,41 @@ _VALUE_FIELDS = {
 
 @dataclass(frozen=True, slots=True)
 class Prompt:
-    """A rendered judge prompt in cache order: ``system``, then the user text ``about + history + new``.
+    """A rendered judge prompt in cache order: ``system``, then the user text
+    ``evidence + draft + about + new`` (see the module docstring).
 
-    ``share_history``: the caller runs other calls with the same ``history`` (a draft's other dimensions),
-    so a provider cache breakpoint after it pays (see :class:`engine.judges.anthropic.AnthropicJudge`);
-    ``followed_up``: a second turn will repeat the whole first one (double check), so one after ``new`` pays."""
+    ``evidence`` holds the data section up to the last trajectory event, one block per trajectory line after
+    the opening one, so that any earlier check's evidence of the same conversation ends at a block boundary
+    (where a provider's prefix cache can serve it); ``head_blocks``: the blocks up to the omission marker
+    (0 without one), unchanged while the window's recent part moves.
+    ``share_history``: the caller runs other calls with the same ``evidence + draft`` (a draft's other
+    dimensions), so cache breakpoints after the draft (and after a persona) pay (see
+    :class:`engine.judges.anthropic.AnthropicJudge`); ``followed_up``: a second turn will repeat the whole
+    first one (double check), so one after ``new`` pays."""
 
     system: str
+    evidence: tuple[str, ...]
+    draft: str
     about: str
-    history: str
     new: str
+    head_blocks: int = 0
     share_history: bool = False
     followed_up: bool = False
+    with_persona: bool = False
+
+    def conversation(self) -> str:
+        """The evidence blocks joined: the data section up to the last trajectory event."""
+        return "".join(self.evidence)
 
     def user_text(self) -> str:
-        return self.about + self.history + self.new
+        return self.conversation() + self.draft + self.about + self.new
 
     def full_text(self) -> str:
         return f"{self.system}\n\n{self.user_text()}"
 
     def cacheable_chars(self) -> int:
-        """Characters before the newest part: what a prefix cache can serve on a later call."""
-        return len(self.system) + len(self.about) + len(self.history)
+        """Characters before the part that is new on every call (the claims): what a prefix cache can serve."""
+        return len(self.system) + len(self.user_text()) - len(self.new)
 
     def cacheable_fraction(self) -> float:
         total = self.cacheable_chars() + len(self.new)
@@ -151,21 +171,25 @@ def build_prompt(request: JudgeRequest) -> Prompt:
     """Render ``request`` (1 to :data:`MAX_BATCH_CLAIMS` claims with distinct ids) into a :class:`Prompt`."""
     _validate(request)
     batch = len(request.claims) > 1
-    about = _about(request)
-    body_head, body_tail = _evidence(request)
-    nonce = data_nonce(body_head + body_tail, seed=about)
+    lines = render_trajectory(request.trajectory, request.first_part, request.omitted) or ["(no events)"]
+    tail = _trajectory_end(request) + _evidence_tail(request)
+    # The code is stable for a conversation (seeded by its first line), not per request: see data_nonce.
+    nonce = data_nonce("\n".join(lines) + tail, seed=lines[0])
     what = "claim" if len(request.claims) == 1 else f"{len(request.claims)} claims"
     return Prompt(
         system=system_text(request.mode, batch=batch),
-        about=about + "\n\n",
-        history=f"# Evidence\n<data-{nonce}>\n{body_head}",
+        evidence=(f"# Evidence\n<data-{nonce}>\n### trajectory\n", *(line + "\n" for line in lines)),
+        draft=f"{tail}\n</data-{nonce}>\n\n",
+        about=_about(request) + "\n\n",
         new=(
-            f"{body_tail}\n</data-{nonce}>\n\n{_claims(request)}\n\n"
+            f"{_claims(request)}\n\n"
             f"The data section has ended. Judge the {what} listed above under the rules of the system text and "
             "reply with the JSON object only."
         ),
+        head_blocks=1 + request.first_part if request.omitted > 0 and request.first_part > 0 else 0,
         share_history=request.share_history,
         followed_up=request.double_check,
+        with_persona=request.persona is not None,
     )
 
 
@@ -186,22 +210,6 @@ def repair_turn(error: str) -> str:
         "required format, reasoning first, with exactly one answer per claim id and values of the required "
         "type and range."
     )
-
-
-def window_events(events: Sequence[Event], first_n: int, last_n: int) -> tuple[tuple[Event, ...], int, int]:
-    """Keep the first ``first_n`` and the last ``last_n`` events: returns (events, first_part, omitted).
-
-    A history no longer than ``first_n + last_n`` is returned whole (``omitted == 0``), so no event is ever
-    repeated.
-    """
-    if first_n < 0 or last_n < 0:
-        raise ConfigurationError(f"first_n and last_n must be >= 0, not {first_n} and {last_n}")
-    total = len(events)
-    if total <= first_n + last_n:
-        return tuple(events), total, 0
-    head = tuple(events[:first_n])
-    tail = tuple(events[total - last_n :]) if last_n else ()
-    return head + tail, first_n, total - first_n - last_n
 
 
 def render_trajectory(events: Sequence[Event], first_part: int, omitted: int) -> list[str]:
@@ -288,31 +296,36 @@ def _quote(value: str) -> str:
     return f'"{_one_line(escaped)}"'
 
 
-def _evidence(request: JudgeRequest) -> tuple[str, str]:
-    """The data section's content, cut after the trajectory: (trajectory, the judged action and supplementary
-    evidence with their separating blank lines)."""
+def _evidence_tail(request: JudgeRequest) -> str:
+    """The data section after the trajectory: the judged action and the supplementary evidence, each after a
+    blank line."""
     tail = ""
     if request.action is not None:
         tail += "\n\n### judged action (draft, not yet sent)\n" + _indented(request.action)
     if request.supplementary:
         tail += "\n\n### supplementary evidence (computed from the agents' text)\n" + _indented(request.supplementary)
-    return _trajectory_section(request), tail
+    return tail
 
 
-def _trajectory_section(request: JudgeRequest) -> str:
-    lines = render_trajectory(request.trajectory, request.first_part, request.omitted)
-    shown = len(request.trajectory)
-    header = f"### trajectory ({shown} events shown"
-    header += f", {request.omitted} omitted)" if request.omitted > 0 else ")"
-    body = "\n".join(lines) if lines else "(no events)"
+def _trajectory_end(request: JudgeRequest) -> str:
+    """The line after the trajectory: how many events it shows and omits, and the next event's number. (Before
+    issue 28's append-only layout the counts headed the trajectory, where they changed with every event.)"""
+    shown = f"{len(request.trajectory)} events shown"
+    shown += f", {request.omitted} omitted" if request.omitted > 0 else ""
     upcoming = next_event_number(request.trajectory, request.omitted)
     what = "the judged action" if request.action is not None else "the next event"
-    return f"{header}\n{body}\n(the trajectory ends here; {what} is event #{upcoming})"
+    return f"(the trajectory ends here: {shown}; {what} is event #{upcoming})"
 
 
 def data_nonce(body: str, seed: str | None = None) -> str:
     """A hex code derived from ``seed`` (``body`` when not given) that does not occur in ``body``: the same for
-    equal seeds unless the body happens to contain it, then the next salt's."""
+    equal seeds unless the body happens to contain it, then the next salt's.
+
+    The code is not secret (it never was: the seed was the target and persona before, the conversation's first
+    line now, and the derivation is public), and it need not be: agent text cannot close the data section
+    because :func:`defang` turns the ``<`` of every tag look-alike, ``</data-…>`` included, into ``‹``, and
+    text that quotes the code itself gets another one. The code marks the section's end unambiguously for
+    the judge; keeping it stable per conversation keeps the opening of the evidence cacheable."""
     source = body if seed is None else seed
     for salt in count():
         nonce = hashlib.sha256(f"{salt}:{source}".encode()).hexdigest()[:NONCE_LENGTH]

@@ -22,8 +22,8 @@ from engine.errors import ConfigurationError
 from engine.judges.base import Claim, Judge, JudgeMode, JudgeRequest, JudgeResult, claims_in_batches
 from engine.models import ZERO_USAGE, Dimension, Event, EventKind, Persona, TokenUsage
 from engine.preconditions import get_precondition
-from engine.prompts import window_events
 from engine.propositions import Proposition, PropositionSet, Window, render_claim
+from engine.windows import window_events
 
 PERFECT = 9
 HARD_PENALTY = 0.8
@@ -125,7 +125,7 @@ def _request(
     double: bool,
     share: bool = False,
 ) -> JudgeRequest:
-    events, first_part, omitted = window_events(target.events, window.first_n, window.last_n)
+    events, first_part, omitted = window_events(target.events, window.first_n, window.last_n, hopping=window.hopping)
     mode = JudgeMode.ENUMERATE if pset.dimension is Dimension.IDEAS_QUANTITY else JudgeMode.SCORE
     return JudgeRequest(
         mode=mode,
@@ -241,7 +241,7 @@ async def check_claim(
     """A boolean check of one claim over ``target`` (textual preconditions of interventions).
 
     As in TinyTroupe, the judge sees no persona unless asked (``include_persona``)."""
-    events, first_part, omitted = window_events(target.events, window.first_n, window.last_n)
+    events, first_part, omitted = window_events(target.events, window.first_n, window.last_n, hopping=window.hopping)
     request = JudgeRequest(
         mode=JudgeMode.CHECK,
         claims=(claim,),

@@ -221,9 +221,14 @@ class Settings(BaseSettings):
     """`drift view` bound beyond 127.0.0.1 requires it (the browser presents it once at the login URL); never
     printed."""
     gate_share_prefix: bool = False
-    """Staged dimensions: the first dimension of each prompt prefix writes the evidence to the judge's cache and
-    the other dimensions of the draft start once it has answered (measured slower at equal p50 than full
-    parallelism: off by default; docs/gate-design.md)."""
+    """Staged dimensions: one dimension of the draft writes the evidence, the draft and its persona to the
+    judge's cache and the others start once it has answered (cheaper, but a draft waits for two judge calls:
+    off by default; docs/gate-design.md)."""
+    gate_window: Literal["sliding", "hopping"] = "sliding"
+    """The LLM gate's trajectory window: `sliding` shows the first 5 and the last 10 events (TinyTroupe's);
+    `hopping` the first 5 and every event since an anchor moving in steps of 10 (10 to 19 recent events, a
+    superset), so consecutive checks of a conversation extend each other's prompt and the judge's cache serves
+    it (docs/gate-design.md "Judge cost")."""
     monitor_reference_n: Annotated[int, Field(ge=1, le=100_000)] = 50
     """Drift monitor: a stream without a usable golden baseline takes the mean of its first N observations as its
     reference ([monitor](monitor.md))."""

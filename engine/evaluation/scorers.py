@@ -30,9 +30,9 @@ from engine.evaluation.hashing import content_hash
 from engine.evaluation.subjects import AgentSubject, ChannelSubject
 from engine.judges.base import Judge
 from engine.models import ZERO_USAGE, Dimension, Event, EventKind, TargetType
-from engine.prompts import window_events
 from engine.propositions import EVALUATION_WINDOW_DEFAULTS, PropositionSet, Window
 from engine.scoring import DimensionScore, JudgeStrategy, PropositionScore, ScoringTarget, score_dimension
+from engine.windows import window_events
 
 _Combiner = Callable[[Sequence[float]], float]
 

@@ -31,10 +31,10 @@ from engine.evaluation.scorers import (
 from engine.evaluation.subjects import agent_subject, channel_trajectory
 from engine.judges.base import Judge
 from engine.models import ZERO_USAGE, Dimension, Event, EventKind, Persona, TokenUsage
-from engine.prompts import window_events
 from engine.propositions import EVALUATION_WINDOW_DEFAULTS, PropositionSet, load_set
 from engine.scoring import DimensionScore, JudgeStrategy, ScoringTarget, score_dimension
 from engine.simulation.scenario import Scenario
+from engine.windows import window_events
 
 AGENT_METRICS = {Dimension.CONSISTENCY: "self_consistency", Dimension.FLUENCY: "fluency"}
 

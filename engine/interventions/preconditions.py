@@ -20,10 +20,10 @@ from engine.interventions.types import PreconditionKind, PreconditionResult, Sco
 from engine.judges.base import Claim, Judge, JudgeMode, JudgeRequest, JudgeResult
 from engine.models import ZERO_USAGE, Persona
 from engine.preconditions import get_precondition
-from engine.prompts import window_events
 from engine.propositions.models import Proposition, PropositionSet, Window
 from engine.propositions.templates import render_claim
 from engine.scoring import PERFECT, ScoringTarget, adjust, check_claim, score_dimension
+from engine.windows import window_events
 
 #: Interventions look at a wider window than the action gate (TinyTroupe's defaults).
 INTERVENTION_WINDOW = Window(first_n=10, last_n=100)
@@ -115,7 +115,7 @@ def _applies(prop: Proposition | InlineProposition, target: ScoringTarget) -> bo
 def _request(
     mode: JudgeMode, claims: tuple[Claim, ...], target: ScoringTarget, window: Window, persona: Persona | None
 ) -> JudgeRequest:
-    events, first_part, omitted = window_events(target.events, window.first_n, window.last_n)
+    events, first_part, omitted = window_events(target.events, window.first_n, window.last_n, hopping=window.hopping)
     return JudgeRequest(
         mode=mode,
         claims=claims,

@@ -1,15 +1,21 @@
 """The Anthropic judge: the Messages API through the official ``anthropic`` SDK, with prompt caching.
 
 Request layout (:mod:`engine.prompts`, stable parts first): the system text is one text block; the first user
-turn holds three blocks, the target and persona, the evidence up to the judged action, and what is new (the
-draft, the claims). Cache breakpoints (``cache_control: ephemeral``, at most four; Anthropic serves the longest
-cached prefix ending at a breakpoint and writes the rest up to the last one) sit where a later call reads them:
+turn holds the evidence (the data section up to the last trajectory event, one block per trajectory line),
+then the draft (the rest of the data section), the target and persona, and what is new (the claims). Cache
+breakpoints (``cache_control: ephemeral``, at most four; Anthropic serves the longest cached prefix ending at
+a block boundary where an earlier request wrote one, looking back about 20 blocks from each breakpoint, and
+writes the rest up to the last breakpoint) sit where a later call reads them, in this order of priority:
 
-- after the system text, read by every call of the mode;
-- after the target and persona, read by the target's later checks;
-- after the evidence, only when other calls share it (``Prompt.share_history``, a draft's dimensions run
-  staged): marked on calls that run side by side, each would write it and none read it, at 1.25× the price;
-- after the new part, only with a double check, whose second turn repeats the whole first one.
+- after the evidence, always: the conversation's next check reads it (its evidence extends this one while the
+  window only grows), as do the draft's other dimensions; what it writes is what is new since that check;
+- after the new part, only with a double check, whose second turn repeats the whole first one;
+- after the draft, and after a persona, only when other calls share them (``Prompt.share_history``, a draft's
+  dimensions run staged): marked on calls that run side by side, each would write them and none read them,
+  at 1.25× the price;
+- after the trajectory's first events (``Prompt.head_blocks``, when events are omitted): read when the
+  window's recent part has moved;
+- after the system text, when a breakpoint is left.
 
 Temperature is 0; it is sent as an extra body field because the installed SDK has no ``temperature``
 parameter any more (``temperature=None`` omits it). The SDK's own retries are switched off
@@ -31,6 +37,9 @@ from engine.judges.llm import CallPolicy, LlmJudge, Reply, Turn
 from engine.llm.anthropic import CACHED, async_client, create_message
 from engine.prompts import Prompt
 from engine.settings import DEFAULT_ANTHROPIC_MODEL
+
+#: Anthropic accepts at most this many ``cache_control`` blocks in one request
+MAX_BREAKPOINTS = 4
 
 
 class AnthropicJudge(LlmJudge):
@@ -73,7 +82,7 @@ class AnthropicJudge(LlmJudge):
             self.name,
             model=self._model,
             max_tokens=self._max_tokens,
-            system=[_block(prompt.system, self._cache)],
+            system=[_block(prompt.system, _system_marked(prompt, self._cache))],
             messages=_messages(prompt, followups, cache=self._cache),
             extra_body=self._extra_body,
         )
@@ -86,17 +95,32 @@ def _block(text: str, marked: bool) -> TextBlockParam:
     return TextBlockParam(type="text", text=text)
 
 
-def _messages(prompt: Prompt, followups: Sequence[Turn], *, cache: bool = True) -> list[MessageParam]:
-    messages: list[MessageParam] = [
-        UserMessageParam(
-            role="user",
-            content=[
-                _block(prompt.about, cache),
-                _block(prompt.history, cache and prompt.share_history),
-                _block(prompt.new, cache and prompt.followed_up),
-            ],
-        )
+def _marks(prompt: Prompt) -> list[int]:
+    """Indices of the user blocks (evidence, draft, about, new) that get a breakpoint, by the priorities of
+    the module docstring; the system text gets one when fewer than :data:`MAX_BREAKPOINTS` are taken."""
+    last_evidence = len(prompt.evidence) - 1
+    wanted = [
+        last_evidence,
+        last_evidence + 3 if prompt.followed_up else None,
+        last_evidence + 1 if prompt.share_history else None,
+        last_evidence + 2 if prompt.share_history and prompt.with_persona else None,
+        prompt.head_blocks - 1 if prompt.head_blocks else None,
     ]
+    return list(dict.fromkeys(i for i in wanted if i is not None))[:MAX_BREAKPOINTS]
+
+
+def _user_blocks(prompt: Prompt, cache: bool) -> list[TextBlockParam]:
+    marked = set(_marks(prompt)) if cache else set()
+    texts = [*prompt.evidence, prompt.draft, prompt.about, prompt.new]
+    return [_block(text, i in marked) for i, text in enumerate(texts)]
+
+
+def _system_marked(prompt: Prompt, cache: bool) -> bool:
+    return cache and len(_marks(prompt)) < MAX_BREAKPOINTS
+
+
+def _messages(prompt: Prompt, followups: Sequence[Turn], *, cache: bool = True) -> list[MessageParam]:
+    messages: list[MessageParam] = [UserMessageParam(role="user", content=_user_blocks(prompt, cache))]
     for role, text in followups:
         if role == "assistant":
             messages.append(AssistantMessageParam(role="assistant", content=text))

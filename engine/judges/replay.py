@@ -36,7 +36,7 @@ from engine.judges.base import ClaimAnswer, Judge, JudgeRequest, JudgeResult
 from engine.models import TokenUsage
 from engine.prompts import Prompt, build_prompt
 
-FINGERPRINT_VERSION = 2  # 2: the cache-shaped prompt layout (issue 28); cassettes of 1 miss
+FINGERPRINT_VERSION = 3  # 2: the cache-shaped prompt layout (issue 28); 3: evidence first, append-only; older miss
 
 
 def fingerprint(request: JudgeRequest, prompt: Prompt | None = None) -> str:

@@ -33,10 +33,12 @@ WindowSize = Annotated[int | None, Strict(), Field(ge=0)]
 
 @dataclass(frozen=True, slots=True)
 class Window:
-    """How much of a trajectory a judge sees: the first ``first_n`` events and the last ``last_n``."""
+    """How much of a trajectory a judge sees: the first ``first_n`` events and the last ``last_n``; ``hopping``:
+    every event since an anchor moving in steps of ``last_n`` instead (:mod:`engine.windows`)."""
 
     first_n: int
     last_n: int
+    hopping: bool = False
 
 
 #: Offline evaluation windows (seed doc 000).
@@ -168,6 +170,7 @@ class PropositionSet(BaseModel):
         return Window(
             first_n=defaults.first_n if self.first_n is None else self.first_n,
             last_n=defaults.last_n if self.last_n is None else self.last_n,
+            hopping=defaults.hopping,
         )
 
     @property

@@ -90,6 +90,17 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         "≤ 0.5",
         lambda r: r["cost_sonnet_4d_staged_vs_tinytroupe"] <= 0.5,
     ),
+    "cost_sonnet_4d_parallel_vs_tinytroupe": ("side by side ÷ TinyTroupe's strategy, dollars (Sonnet 4.5)", "—", None),
+    "cost_sonnet_4d_staged_hopping_vs_tinytroupe": (
+        "staged, hopping window (DRIFT_GATE_WINDOW=hopping) ÷ TinyTroupe's strategy, dollars (Sonnet 4.5)",
+        "—",
+        None,
+    ),
+    "cost_sonnet_4d_parallel_hopping_vs_tinytroupe": (
+        "side by side, hopping window ÷ TinyTroupe's strategy, dollars (Sonnet 4.5)",
+        "—",
+        None,
+    ),
     "cost_haiku_4d_parallel_usd_per_1k_drafts": (
         "Haiku 4.5 (the default judge), 4 dimensions: $ per 1,000 drafts (prompts under its 4,096-token cache floor)",
         "—",

@@ -7,11 +7,16 @@ share cache entries no real deployment would); every action in it is a draft gat
 dimensions on the conversation of its channel so far, and committed. Strategies, each on a fresh server
 (an empty cache):
 
-- ``parallel``: ours by default, dimensions side by side, cache breakpoints after the rules and the persona;
-- ``staged``: ``DRIFT_GATE_SHARE_PREFIX``, the first dimension of each prompt prefix writes the evidence to the
-  cache and the others read it;
+- ``parallel``: ours by default, dimensions side by side, each reading the conversation up to the channel's
+  previous check and writing what is new (engine/judges/anthropic.py places the breakpoints);
+- ``staged``: ``DRIFT_GATE_SHARE_PREFIX``, one dimension writes the evidence, the draft and its persona to the
+  cache and the others read them;
 - ``tinytroupe``: TinyTroupe's strategy, one call per dimension in turn, each with the whole windowed
   trajectory, no prompt cache.
+
+``parallel`` and ``staged`` run with each trajectory window (``DRIFT_GATE_WINDOW``): ``sliding`` (first 5 and
+last 10 events, TinyTroupe's) and ``hopping`` (first 5 and everything since an anchor moving in steps of 10:
+append-only between moves, engine/windows.py); TinyTroupe's strategy with its own, sliding.
 
 Token counts are the server's (about four characters a token); dollars are the bundled price table's
 (engine/pricing.py). ``python -m ops.bench.cost`` prints the table and merges the headline figures into
@@ -37,7 +42,7 @@ from engine.library import PropositionLibrary
 from engine.models import ZERO_USAGE, AgentConfig, Dimension, Event, EventKind, TokenUsage
 from engine.pricing import PriceTable
 from engine.scoring import ScoringTarget
-from engine.settings import BUNDLED_PROPOSITIONS, bundled_example
+from engine.settings import BUNDLED_PROPOSITIONS, Settings, bundled_example
 from ops.bench.common import RESULTS_PATH, merge_results
 from ops.fakes.messages_api import MessagesApiServer
 from ops.fakes.server import AutoAnswers, Behaviour
@@ -49,6 +54,9 @@ DIMENSIONS = {
     4: (Dimension.ADHERENCE, Dimension.CONSISTENCY, Dimension.FLUENCY, Dimension.SUITABILITY),
 }
 STRATEGIES = ("parallel", "staged", "tinytroupe")
+WINDOWS = ("sliding", "hopping")
+#: (strategy, window) rows measured for every model and dimension count
+ROWS = (*((s, w) for s in STRATEGIES[:2] for w in WINDOWS), ("tinytroupe", "sliding"))
 MODELS = ("claude-haiku-4-5", "claude-sonnet-4-5")
 DELAY_S = 0.1
 #: generous: on a loaded machine a fail-open timeout would drop a call from the tally
@@ -77,7 +85,7 @@ class Tally:
 
 async def _replay_channel(
     judge: AnthropicJudge, library: PropositionLibrary, channel: str, dims: tuple[Dimension, ...],
-    strategy: str, tally: Tally,
+    strategy: str, tally: Tally, hopping: bool = False,
 ) -> None:  # fmt: skip
     config = AgentConfig(**{f"gate_{d.value}_enabled": True for d in dims})
     history: list[Event] = []
@@ -95,6 +103,7 @@ async def _replay_channel(
             result = await run_checks(
                 judge, library.psets(event.agent_id, dims, action=True), target, config, attempt=1, recent=[],
                 deadline_s=DEADLINE_S, parallel=strategy != "tinytroupe", share_prefix=strategy == "staged",
+                hopping=hopping,
             )  # fmt: skip
             tally.latencies_ms.append((time.perf_counter() - started) * 1000)
             tally.usage = tally.usage + result.usage
@@ -103,8 +112,11 @@ async def _replay_channel(
         history.append(event)
 
 
-async def measure(model: str, n_dims: int, strategy: str, channels: int = len(CHANNELS)) -> dict[str, float]:
-    """One strategy on a fresh server: tokens per draft and per call, dollars per 1,000 drafts, latency p50."""
+async def measure(
+    model: str, n_dims: int, strategy: str, window: str = "sliding", channels: int = len(CHANNELS)
+) -> dict[str, float]:
+    """One strategy and window on a fresh server: tokens per draft and per call, dollars per 1,000 drafts,
+    latency p50."""
     library = PropositionLibrary(BUNDLED_PROPOSITIONS)
     tally = Tally()
     default = Behaviour.auto(delay_s=DELAY_S)
@@ -113,8 +125,8 @@ async def measure(model: str, n_dims: int, strategy: str, channels: int = len(CH
         judge = AnthropicJudge(api_key="bench-not-a-key", model=model, base_url=server.base_url, policy=policy,
                                prompt_cache=cached)  # fmt: skip
         try:
-            await asyncio.gather(*(_replay_channel(judge, library, c, DIMENSIONS[n_dims], strategy, tally)
-                                   for c in CHANNELS[:channels]))  # fmt: skip
+            await asyncio.gather(*(_replay_channel(judge, library, c, DIMENSIONS[n_dims], strategy, tally,
+                                                   window == "hopping") for c in CHANNELS[:channels]))  # fmt: skip
         finally:
             await judge.aclose()
     return summarise(model, tally)
@@ -140,31 +152,36 @@ def summarise(model: str, tally: Tally) -> dict[str, float]:
     }
 
 
-async def run_async() -> dict[tuple[str, int, str], dict[str, float]]:
-    found: dict[tuple[str, int, str], dict[str, float]] = {}
+Found = dict[tuple[str, int, str, str], dict[str, float]]
+
+
+async def run_async() -> Found:
+    found: Found = {}
     for model in MODELS:
         for n_dims in DIMENSIONS:
-            for strategy in STRATEGIES:
-                found[(model, n_dims, strategy)] = row = await measure(model, n_dims, strategy)
-                print(f"{model:<18} {n_dims}d {strategy:<10} " + "  ".join(
+            for strategy, window in ROWS:
+                found[(model, n_dims, strategy, window)] = row = await measure(model, n_dims, strategy, window)
+                print(f"{model:<18} {n_dims}d {strategy:<10} {window:<8} " + "  ".join(
                     f"{k} {v:,.3f}" for k, v in row.items()), flush=True)  # fmt: skip
     return found
 
 
-def headline(found: dict[tuple[str, int, str], dict[str, float]]) -> dict[str, float]:
-    """The figures BENCHMARKS.md's summary keeps (4 dimensions; the default model and Sonnet 4.5)."""
+def headline(found: Found, default_window: str) -> dict[str, float]:
+    """The figures BENCHMARKS.md's summary keeps (4 dimensions; the default model and Sonnet 4.5): plain keys at
+    the default window, ``_sliding`` / ``_hopping`` keys for each window."""
     out: dict[str, float] = {}
     for model, short in (("claude-haiku-4-5", "haiku"), ("claude-sonnet-4-5", "sonnet")):
-        for strategy in STRATEGIES:
-            row = found[(model, 4, strategy)]
-            out[f"cost_{short}_4d_{strategy}_usd_per_1k_drafts"] = row["usd_per_1k_drafts"]
-        default = found[(model, 4, "parallel")]
-        staged = found[(model, 4, "staged")]
-        anchor = found[(model, 4, "tinytroupe")]["usd_per_1k_drafts"]
-        out[f"cost_{short}_4d_parallel_vs_tinytroupe"] = default["usd_per_1k_drafts"] / anchor
-        out[f"cost_{short}_4d_staged_vs_tinytroupe"] = staged["usd_per_1k_drafts"] / anchor
-        out[f"cost_{short}_4d_staged_uncached_input_per_check"] = staged["uncached_input_per_check"]
-        out[f"cost_{short}_4d_staged_cacheable_share"] = staged["cacheable_share"]
+        anchor = found[(model, 4, "tinytroupe", "sliding")]["usd_per_1k_drafts"]
+        out[f"cost_{short}_4d_tinytroupe_usd_per_1k_drafts"] = anchor
+        for strategy, window in ROWS[:-1]:
+            row = found[(model, 4, strategy, window)]
+            for suffix in ("", f"_{window}") if window == default_window else (f"_{window}",):
+                key = f"cost_{short}_4d_{strategy}{suffix}"
+                out[f"{key}_usd_per_1k_drafts"] = row["usd_per_1k_drafts"]
+                out[f"{key}_vs_tinytroupe"] = row["usd_per_1k_drafts"] / anchor
+                out[f"{key}_uncached_input_per_check"] = row["uncached_input_per_check"]
+                out[f"{key}_cacheable_share"] = row["cacheable_share"]
+        staged, default = found[(model, 4, "staged", default_window)], found[(model, 4, "parallel", default_window)]
         out[f"cost_{short}_4d_staged_p50_vs_parallel"] = staged["p50_ms"] / default["p50_ms"]
     return out
 
@@ -173,4 +190,5 @@ if __name__ == "__main__":
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     results = asyncio.run(run_async())
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-    merge_results(RESULTS_PATH, {k: round(v, 4) for k, v in headline(results).items()})
+    window = Settings.model_fields["gate_window"].default
+    merge_results(RESULTS_PATH, {k: round(v, 4) for k, v in headline(results, window).items()})

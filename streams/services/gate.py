@@ -234,6 +234,7 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
         deadline_s=deps.settings.judge_deadline_s,
         parallel=deps.settings.gate_parallel,
         share_prefix=deps.settings.gate_share_prefix,
+        hopping=deps.settings.gate_window == "hopping",
         tokens=deps.tokenized(draft.text) if similar else None,  # cached: a commit joins the history
     )
     earlier = [AttemptSummary(**a) for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] < draft.attempt]

@@ -113,6 +113,7 @@ class CandidateJudge:
             recent=[prepare(e.text) for e in own[-RECENT_FOR_SIMILARITY:]] if similar else [],
             deadline_s=self.settings.judge_deadline_s,
             parallel=self.settings.gate_parallel,
+            hopping=self.settings.gate_window == "hopping",  # the live gate's window
         )
         summaries = [
             AttemptSummary(e["attempt_number"], e["original_text"], float(e["total_score"] or 0.0))

@@ -101,25 +101,57 @@ class ShareRecorder(OrderRecorder):
         return await super().evaluate(request)
 
 
-async def test_staged_dimensions_wait_for_the_first_of_their_prompt_prefix(
+async def test_staged_dimensions_wait_for_a_leader_that_reads_the_persona(
     make_psets: PsetFactory, make_config: ConfigFactory, target: ScoringTarget
 ) -> None:
     judge = ShareRecorder(scripted({"proposition": "*", "value": 8, "delay_s": 0.02}))
     psets = make_psets(Dimension.ADHERENCE, Dimension.CONSISTENCY, Dimension.FLUENCY, Dimension.SUITABILITY)
-    consistency = psets[Dimension.CONSISTENCY]  # no persona: a prompt prefix of its own
-    psets[Dimension.CONSISTENCY] = consistency.model_copy(update={"include_personas": False})
+    for d in (Dimension.ADHERENCE, Dimension.CONSISTENCY):  # no persona: the leader is the first that has one
+        psets[d] = psets[d].model_copy(update={"include_personas": False})
     config = make_config(gate_adherence_enabled=True, gate_consistency_enabled=True, gate_fluency_enabled=True,
                          gate_suitability_enabled=True)  # fmt: skip
     with_prior = ScoringTarget("Michael Scott", "michael", events=(Event("michael", "Michael Scott", "Hi"),),
                                action="the cat sat on the mat")  # fmt: skip
     result = await run_checks(judge, psets, with_prior, config, attempt=1, recent=[], share_prefix=True)
     events = judge.events
-    # adherence leads fluency and suitability (persona), consistency is alone in its group: it starts at once
-    assert events.index(("end", "adherence-p")) < events.index(("start", "fluency-p"))
-    assert events.index(("end", "adherence-p")) < events.index(("start", "suitability-p"))
-    assert events.index(("start", "consistency-p")) < events.index(("end", "adherence-p"))
-    assert judge.shared == {"adherence-p": True, "fluency-p": True, "suitability-p": True, "consistency-p": False}
+    # every dimension shares the evidence and the draft: fluency (persona) leads, the others start after it
+    assert events[:2] == [("start", "fluency-p"), ("end", "fluency-p")]
+    assert {claim for kind, claim in events[2:] if kind == "start"} == {"adherence-p", "consistency-p", "suitability-p"}
+    assert judge.shared == {"adherence-p": True, "fluency-p": True, "suitability-p": True, "consistency-p": True}
     assert all(c.score == 8 and not c.timed_out for c in result.checks)
+
+
+async def test_one_staged_dimension_has_nobody_to_share_with(
+    make_psets: PsetFactory, make_config: ConfigFactory, target: ScoringTarget
+) -> None:
+    judge = ShareRecorder(scripted())
+    psets = make_psets(Dimension.FLUENCY)
+    await run_checks(judge, psets, target, make_config(gate_adherence_enabled=False), attempt=1, recent=[],
+                     share_prefix=True)  # fmt: skip
+    assert judge.shared == {"fluency-p": False}
+
+
+class WindowRecorder(ShareRecorder):
+    """Also records the window each request was rendered with: (events shown, omitted)."""
+
+    def __init__(self, inner: ScriptedJudge) -> None:
+        super().__init__(inner)
+        self.windows: list[tuple[int, int]] = []
+
+    async def evaluate(self, request: JudgeRequest) -> JudgeResult:
+        self.windows.append((len(request.trajectory), request.omitted))
+        return await super().evaluate(request)
+
+
+@pytest.mark.parametrize(("hopping", "window"), [(False, (15, 15)), (True, (20, 10))])
+async def test_the_gate_judges_on_the_window_it_is_given(
+    make_psets: PsetFactory, make_config: ConfigFactory, hopping: bool, window: tuple[int, int]
+) -> None:
+    judge = WindowRecorder(scripted())
+    events = tuple(Event("jim", "Jim Halpert", f"message {i}") for i in range(30))
+    target = ScoringTarget("Michael Scott", "michael", events=events, action="the cat sat on the mat")
+    await run_checks(judge, make_psets(), target, make_config(), attempt=1, recent=[], hopping=hopping)
+    assert judge.windows == [window, window]  # first 5 + last 10 of 30; first 5 + the 15 after 10 omitted
 
 
 async def test_dimensions_are_judged_in_parallel(

@@ -1,5 +1,10 @@
 """The cache-shaped prompt layout (issue 28) changed the order of what the judge sees, not what it sees.
 
+(Twice: first the target and persona before the evidence and the claims last; then, for append-only
+conversations, the evidence first and the target and persona after it, with the trajectory's counts moved from
+its heading, where they changed with every event, to its closing line. Both are compared with the rendering
+from before the first change.)
+
 "Unchanged" means, for every request of tests/engine/prompt_cases.py, against the rendering kept from before the
 layout (data/prompts_before_cache_layout.json):
 
@@ -10,8 +15,9 @@ layout (data/prompts_before_cache_layout.json):
   or repeated;
 - the claims still come before the closing instruction that refers to them as "listed above", and the data
   section's code still occurs only in its two tags;
-- only the order of the sections differs: stable ones (target, persona) first, then the evidence, then the
-  claims, which quote the draft.
+- only the order of the sections differs: the evidence first, then the target and persona, then the claims,
+  which quote the draft; and inside the data section the counts "(N events shown, M omitted)" close the
+  trajectory instead of heading it.
 """
 
 from __future__ import annotations
@@ -29,6 +35,19 @@ from tests.engine.prompt_cases import cases
 BEFORE = json.loads((Path(__file__).parent / "data" / "prompts_before_cache_layout.json").read_text(encoding="utf-8"))
 DATA_TAG = re.compile(r"<(/?)data-([0-9a-f]{16})>")
 SECTION = re.compile(r"(?m)^(?=# )")
+COUNTS_IN_HEADING = re.compile(
+    r"### trajectory \((\d+ events shown(?:, \d+ omitted)?)\)\n(.*?)\n\(the trajectory ends here; ", re.S
+)
+
+
+def _counts_at_the_end(before: str) -> str:
+    """The rendering from before the layout with the trajectory's counts moved from its heading to its last
+    line: the one change of wording (the same numbers)."""
+    moved, n = COUNTS_IN_HEADING.subn(
+        lambda m: f"### trajectory\n{m.group(2)}\n(the trajectory ends here: {m.group(1)}; ", before
+    )
+    assert n == 1
+    return moved
 
 
 def _sections(user: str) -> tuple[str, dict[str, str]]:
@@ -62,22 +81,25 @@ def test_the_judge_sees_the_same_content_as_before_the_cache_layout(name: str) -
     before = BEFORE[name]
     prompt = build_prompt(cases()[name])
     assert prompt.system == before["system"]
-    _, old = _sections(before["user"])
+    _, old = _sections(_counts_at_the_end(before["user"]))
     _, new = _sections(prompt.user_text())
     assert new == old
+    assert _sections(before["user"])[1].keys() == new.keys()
     user = prompt.user_text()
     assert user.index("# Claims\n") < user.index("The data section has ended. Judge the")
 
 
 @pytest.mark.parametrize("name", sorted(BEFORE))
-def test_stable_parts_come_first_and_the_draft_last(name: str) -> None:
+def test_the_conversation_comes_first_then_the_draft_the_target_and_the_claims(name: str) -> None:
     request = cases()[name]
     prompt = build_prompt(request)
-    assert prompt.about.startswith("# Target\n") and "<data-" not in prompt.about
-    assert prompt.history.startswith("# Evidence\n<data-") and "### trajectory" in prompt.history
-    assert "<claims" not in prompt.about + prompt.history
+    assert prompt.conversation().startswith("# Evidence\n<data-") and "### trajectory\n" in prompt.conversation()
+    assert prompt.draft.startswith("(the trajectory ends here: ") and prompt.draft.endswith(">\n\n")
+    assert "</data-" in prompt.draft and prompt.about.startswith("# Target\n") and "<data-" not in prompt.about
+    assert prompt.new.startswith("# Claims\n") and "<claims" not in prompt.user_text()[: -len(prompt.new)]
     if request.action is not None:
-        assert "### judged action" in prompt.new and "### judged action" not in prompt.history
+        assert "### judged action" in prompt.draft
+    assert ("<persona>" in prompt.about) is (request.persona is not None) is prompt.with_persona
 
 
 def test_the_section_comparison_notices_a_changed_or_moved_section() -> None:
@@ -87,21 +109,29 @@ def test_the_section_comparison_notices_a_changed_or_moved_section() -> None:
     assert edited != old
     moved = before.replace("### judged action", "### judged  action")
     assert _sections(moved)[1] != old
+    assert _sections(_counts_at_the_end(before))[1] != old
 
 
-def test_a_targets_checks_share_everything_before_the_draft_and_its_claims() -> None:
+def test_a_drafts_dimensions_and_the_conversations_agents_share_the_evidence() -> None:
     persona = make_persona()
     first = build_prompt(make_request(claims=2, persona=persona, events=make_events(6), action="one"))
-    other_dimension = build_prompt(make_request(claims=3, persona=persona, events=make_events(6), action="one"))
-    next_draft = build_prompt(make_request(claims=2, persona=persona, events=make_events(8), action="two"))
-    assert first.history == other_dimension.history  # a draft's dimensions share the evidence
-    assert first.about == next_draft.about  # and the next draft the target and persona, data tag included
-    assert first.history.split("\n")[:2] == next_draft.history.split("\n")[:2]
-    assert first.new != other_dimension.new
+    no_persona = build_prompt(make_request(claims=3, events=make_events(6), action="one"))
+    other_agent = build_prompt(make_request(target_name="Dwight", agent_id="dwight", events=make_events(6)))
+    assert first.evidence == no_persona.evidence == other_agent.evidence
+    assert first.draft == no_persona.draft  # a draft's dimensions share the data section whole
+    assert first.about != no_persona.about and first.new != no_persona.new
 
 
-def test_the_user_text_is_exactly_the_three_parts() -> None:
+def test_the_next_check_extends_the_evidence_block_by_block() -> None:
+    first = build_prompt(make_request(events=make_events(6), action="one"))
+    later = build_prompt(make_request(events=make_events(9), action="two"))
+    assert later.evidence[: len(first.evidence)] == first.evidence
+    assert later.conversation().startswith(first.conversation())
+    assert len(later.evidence) == len(first.evidence) + 3  # one block per event
+
+
+def test_the_user_text_is_exactly_the_parts() -> None:
     prompt = build_prompt(make_request(persona=make_persona(), events=make_events(2), supplementary="stats"))
-    assert prompt.user_text() == prompt.about + prompt.history + prompt.new
+    assert prompt.user_text() == prompt.conversation() + prompt.draft + prompt.about + prompt.new
     assert prompt.full_text() == f"{prompt.system}\n\n{prompt.user_text()}"
     assert 0 < prompt.cacheable_fraction() < 1

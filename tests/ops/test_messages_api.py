@@ -36,7 +36,7 @@ def body_for(
                 "role": "user",
                 "content": [
                     {"type": "text", "text": prompt.about, "cache_control": {"type": "ephemeral"}},
-                    {"type": "text", "text": prompt.history},
+                    {"type": "text", "text": prompt.conversation() + prompt.draft},
                     {"type": "text", "text": prompt.new},
                 ],
             }

@@ -67,7 +67,8 @@ async def test_the_judge_sees_the_channel_with_stimuli_and_other_agents() -> Non
     assert {e.agent_id for e in events} == {"michael", "jim", "pam"}
     assert [e.text for e in events[-2:]] == ["line 18 from jim", "line 19 from pam"]
     assert all(e.text != "elsewhere" for e in events)
-    variable = build_prompt(request).history
+    prompt = build_prompt(request)
+    variable = prompt.conversation() + prompt.draft
     assert re.search(r"\[event #20, [0-9T:Z-]+\] Pam acts: \[MESSAGE\] line 19 from pam\n", variable)
     assert "the judged action is event #21" in variable
     assert request.action == "Who wants a party?" and request.persona is not None  # suitability: persona

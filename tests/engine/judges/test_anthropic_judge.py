@@ -7,6 +7,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
@@ -60,15 +61,22 @@ def reply(value: object, reasoning: str = "looked at every message") -> Behaviou
     return Behaviour.answer(json.dumps({"reasoning": reasoning, "value": value}))
 
 
-#: a persona long enough that system text + target + persona pass the minimum cacheable length (1,024 tokens)
+#: a persona long enough to be worth a cache entry of its own
 LONG_PERSONA = make_persona().model_copy(update={"background": "Twelve years of paper sales in Scranton. " * 20})
+#: a conversation long enough that system text + evidence pass the minimum cacheable length (1,024 tokens)
+LONG = make_events(60)
+MARK = {"type": "ephemeral"}
+
+
+def marked(body: dict[str, Any]) -> list[bool]:
+    return ["cache_control" in block for block in body["messages"][0]["content"]]
 
 
 async def test_success_sends_a_cached_temperature_zero_request(
     server: MessagesApiServer, make_judge: MakeJudge
 ) -> None:
     judge = make_judge()
-    result = await judge.evaluate(make_request(events=make_events(3), persona=LONG_PERSONA))
+    result = await judge.evaluate(make_request(events=LONG[:40], persona=LONG_PERSONA))
     assert result.judge == "anthropic:claude-test-model"
     assert result.answers[0].value == 7
     assert result.calls == 1
@@ -78,21 +86,21 @@ async def test_success_sends_a_cached_temperature_zero_request(
     body = received.body
     assert body["model"] == "claude-test-model"
     assert body["temperature"] == 0
-    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
-    about, history, new = body["messages"][0]["content"]
-    assert about["cache_control"] == {"type": "ephemeral"}
-    assert "cache_control" not in history and "cache_control" not in new  # nobody else reads them
-    assert "<persona>" in about["text"] and "message number 2" in history["text"] and "<claims" in new["text"]
+    assert body["system"][0]["cache_control"] == MARK
+    *evidence, draft, about, new = body["messages"][0]["content"]
+    assert len(evidence) == 41 and "message number 2" in evidence[3]["text"]  # the opening, then one per event
+    assert marked(body) == [False] * 40 + [True, False, False, False]  # the next check reads the evidence
+    assert "bowling" in draft["text"] and "<persona>" in about["text"] and "<claims" in new["text"]
     assert sent_key(received) == PLANTED_KEY
 
 
-async def test_second_call_for_the_same_target_reads_the_cache(make_judge: MakeJudge) -> None:
+async def test_the_next_check_reads_the_conversation_and_writes_only_what_is_new(make_judge: MakeJudge) -> None:
     judge = make_judge()
-    first = await judge.evaluate(make_request(action="first draft", persona=LONG_PERSONA))
-    second = await judge.evaluate(make_request(action="a different second draft", persona=LONG_PERSONA))
+    first = await judge.evaluate(make_request(events=LONG[:40], action="first draft", persona=LONG_PERSONA))
+    other_agent = await judge.evaluate(make_request(events=LONG[:42], target_name="Dwight", agent_id="dwight"))
     assert first.usage.cache_read_input_tokens == 0
-    assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens > 0
-    assert second.usage.cache_creation_input_tokens == 0
+    assert other_agent.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens > 0
+    assert 0 < other_agent.usage.cache_creation_input_tokens < 40  # two short events
 
 
 async def test_below_the_minimum_cacheable_length_nothing_is_cached(make_judge: MakeJudge) -> None:
@@ -102,26 +110,44 @@ async def test_below_the_minimum_cacheable_length_nothing_is_cached(make_judge: 
         assert usage.cache_read_input_tokens == usage.cache_creation_input_tokens == 0
 
 
-async def test_shared_evidence_is_written_once_and_read_by_the_next_dimension(
+async def test_a_staged_draft_shares_its_evidence_draft_and_persona(
     server: MessagesApiServer, make_judge: MakeJudge
 ) -> None:
     judge = make_judge()
-    events = make_events(40)
-    first = await judge.evaluate(make_request(claims=2, events=events, share_history=True, action="same draft"))
-    second = await judge.evaluate(make_request(claims=3, events=events, share_history=True, action="same draft"))
-    history_block = server.requests[0].body["messages"][0]["content"][1]
-    assert history_block["cache_control"] == {"type": "ephemeral"}
-    assert first.usage.cache_creation_input_tokens > 0
-    assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
-    assert second.usage.input_tokens < first.usage.cache_creation_input_tokens / 4  # only the claims are new
+    draft = {"events": LONG[:40], "share_history": True, "action": "same draft"}
+    first = await judge.evaluate(make_request(claims=2, persona=LONG_PERSONA, **draft))  # type: ignore[arg-type]
+    persona = await judge.evaluate(make_request(claims=3, persona=LONG_PERSONA, **draft))  # type: ignore[arg-type]
+    plain = await judge.evaluate(make_request(claims=4, **draft))  # type: ignore[arg-type]
+    assert marked(server.requests[0].body)[-4:] == [True, True, True, False]  # evidence, draft, persona
+    assert marked(server.requests[2].body)[-4:] == [True, True, False, False]  # no persona: nothing to share
+    assert persona.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
+    assert persona.usage.cache_creation_input_tokens == 0
+    assert plain.usage.cache_read_input_tokens < persona.usage.cache_read_input_tokens  # up to the draft
+    assert plain.usage.cache_creation_input_tokens == 0  # its last breakpoint is the draft, already cached
+    assert persona.usage.input_tokens < first.usage.cache_creation_input_tokens / 8  # only the claims are new
 
 
 async def test_a_double_check_reads_its_whole_first_turn(server: MessagesApiServer, make_judge: MakeJudge) -> None:
     judge = make_judge()
-    result = await judge.evaluate(make_request(events=make_events(40), double_check=True))
+    result = await judge.evaluate(make_request(events=LONG[:40], double_check=True))
     first = server.requests[0].body
-    assert len([b for b in first["messages"][0]["content"] if "cache_control" in b]) == 2  # about, new
+    assert marked(first)[-4:] == [True, False, False, True]  # evidence, new
     assert result.calls == 2 and result.usage.cache_read_input_tokens > 0
+
+
+async def test_never_more_than_four_breakpoints(server: MessagesApiServer, make_judge: MakeJudge) -> None:
+    """Evidence, new part, draft, persona and the head of a windowed trajectory all want one; the head and the
+    system text give way (Anthropic refuses a fifth)."""
+    judge = make_judge()
+    request = make_request(events=LONG[:15], first_part=5, omitted=30, persona=LONG_PERSONA, share_history=True,
+                           double_check=True)  # fmt: skip
+    assert (await judge.evaluate(request)).calls == 2
+    body = server.requests[0].body
+    assert marked(body) == [False] * 16 + [True, True, True, True] and "cache_control" not in body["system"][0]
+    windowed = make_request(events=LONG[:15], first_part=5, omitted=30)
+    await judge.evaluate(windowed)
+    assert [i for i, m in enumerate(marked(server.requests[-1].body)) if m] == [5, 16]  # the head, the evidence
+    assert server.requests[-1].body["system"][0]["cache_control"] == MARK
 
 
 @pytest.mark.parametrize(

@@ -64,8 +64,8 @@ async def test_success_request_shape(server: ChatCompletionsServer, make_judge: 
     assert [m["role"] for m in messages] == ["system", "user"]
     assert "# The scale" in messages[0]["content"]
     assert "<claims" in messages[1]["content"] and "<data-" in messages[1]["content"]
-    user = messages[1]["content"]  # the cache order of engine.prompts: target, evidence, then the draft's claims
-    assert user.index("# Target") < user.index("# Evidence") < user.index("### judged action") < user.index("<claims")
+    user = messages[1]["content"]  # the cache order of engine.prompts: evidence, draft, target, then the claims
+    assert user.index("# Evidence") < user.index("### judged action") < user.index("# Target") < user.index("<claims")
     assert received.headers["authorization"] == f"Bearer {PLANTED_KEY}"
 
 
