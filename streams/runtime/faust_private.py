@@ -12,11 +12,14 @@ the upper bounds of faust-streaming, mode-streaming and aiokafka for the same re
 
 from __future__ import annotations
 
+import logging
 import weakref
 from typing import Any
 
 from faust.streams import _current_event
 from faust.types import TP
+
+log = logging.getLogger(__name__)
 
 #: (owner, name, kind): ``owner`` is ``module:Class``, ``module:Class.function`` or ``module``; ``kind`` is
 #: ``method`` (defined on the class or a base), ``attribute`` (assigned as ``self.<name>`` in the class or a
@@ -152,6 +155,18 @@ def leave_group_unless_leader(kafka_consumer: Any, on_skip: Any, alone: Any) -> 
         await leave()
 
     coordinator._maybe_leave_group = maybe_leave
+
+
+def group_leader_stays(kafka_consumer: Any) -> None:
+    """For a plain aiokafka group consumer (the sinks, the monitor, the shadow lane), once started: as
+    :func:`leave_group_unless_leader`, without a member count, so a leader never sends LeaveGroup and its
+    session times out instead (these groups are beside the verdict path: a few seconds' wait is harmless, a
+    group that never forms again stops the sink for good; seen in ``make chaos`` rolling-restarts)."""
+    leave_group_unless_leader(kafka_consumer, _leader_waits_out_its_session, lambda: False)
+
+
+def _leader_waits_out_its_session() -> None:
+    log.info("a consumer leading its group stops without LeaveGroup: its session times out instead")
 
 
 def set_fetch_max_wait(kafka_consumer: Any, wait_ms: int) -> None:

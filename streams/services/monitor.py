@@ -38,6 +38,7 @@ from engine.monitor.stream import (
     to_json,
 )
 from engine.settings import Settings
+from streams.runtime import faust_private
 from streams.services.gate import Sender
 from streams.store import Store
 from streams.store.monitor import MonitorBatch, StreamKey
@@ -286,6 +287,7 @@ async def run_monitor(service: MonitorService) -> None:
                                 heartbeat_interval_ms=1000)  # fmt: skip
     try:
         await start_with_retry(consumer, settings.broker, max(30.0, settings.connect_timeout_s))
+        faust_private.group_leader_stays(consumer)
         listener = SeekStored(consumer, service)
         consumer.subscribe([topics.correction_logs, topics.evaluations], listener=listener)
         while True:

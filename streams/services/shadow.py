@@ -33,6 +33,7 @@ from aiokafka import AIOKafkaConsumer
 from engine.errors import PayloadError
 from engine.settings import Settings
 from engine.shadow import Shadow, ShadowStatus, Spend, sampled
+from streams.runtime import faust_private
 from streams.services.gate import Sender
 from streams.services.monitor import SeekStored
 from streams.services.shadow_judge import ShadowResult
@@ -314,6 +315,7 @@ async def run_shadows(service: ShadowService) -> None:
                                 heartbeat_interval_ms=1000)  # fmt: skip
     try:
         await start_with_retry(consumer, settings.broker, max(30.0, settings.connect_timeout_s))
+        faust_private.group_leader_stays(consumer)
         listener = SeekStored(consumer, service)
         consumer.subscribe([service.topics.drafts], listener=listener)
         while True:

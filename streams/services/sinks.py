@@ -27,6 +27,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from engine.errors import PayloadError
 from engine.retry import Backoff, RetryCounter, RetryPolicy, no_count, retrying
 from engine.settings import Settings
+from streams.runtime import faust_private
 from streams.runtime.history import record_key
 from streams.store import Store
 from streams.store.errors import classify, describe
@@ -94,6 +95,7 @@ async def run_sink(
     try:  # a consumer or producer cancelled while it starts (an early Ctrl-C) is closed too
         wait_s = max(30.0, settings.connect_timeout_s)
         await start_with_retry(consumer, settings.broker, wait_s, on_retry)
+        faust_private.group_leader_stays(consumer)
         await start_with_retry(producer, settings.broker, wait_s, on_retry)
         started()
         while True:

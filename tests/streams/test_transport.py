@@ -248,3 +248,20 @@ async def test_a_group_leader_stops_without_leave_group_a_follower_leaves(tmp_pa
         await thread.on_thread_stop()  # the consumer thread's orderly stop
         assert coordinator.left == left, f"leader={leader} members={members}"
         assert coordinator.generation == (3 if left else -1)  # alone, the leader leaves: its group cannot be forming
+
+
+async def test_a_plain_group_consumers_leader_stops_without_leave_group_a_follower_leaves() -> None:
+    """The sinks', the monitor's and the shadow lane's aiokafka groups get the same workaround, without a member
+    count: their leader always waits out its session (a stuck sink group stopped `make chaos` rolling-restarts)."""
+    from streams.runtime import faust_private
+
+    for leader, left in ((True, []), (False, [3])):
+        coordinator = StandInCoordinator(leader)
+
+        class KafkaConsumer:
+            _coordinator = coordinator
+
+        faust_private.group_leader_stays(KafkaConsumer())
+        await coordinator._maybe_leave_group()  # what aiokafka's stop ends with
+        assert coordinator.left == left, f"leader={leader}"
+        assert coordinator.generation == (3 if left else -1)
