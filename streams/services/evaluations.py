@@ -217,6 +217,10 @@ def _database_away(exc: BaseException) -> bool:
     return classify(exc) == "transient" and not isinstance(exc, ServiceError)
 
 
+#: a request waits while the database is away (never dead-lettered for that)
+DATABASE_AWAY = RetryPolicy("evaluation_database", _database_away, STORE_BACKOFF, level=logging.WARNING)
+
+
 class EvaluationService:
     """The ``evaluation-requests`` agent and the crontab job that schedules evaluations.
 
@@ -242,13 +246,12 @@ class EvaluationService:
         the database is away the request waits and is tried again (never dead-lettered for that): a finished
         run is found by its request id, so a retry does not evaluate twice."""
         event, request = item
-        policy = RetryPolicy("evaluation_database", _database_away, STORE_BACKOFF, level=logging.WARNING)
 
         async def attempt() -> StoredRun:
             return await evaluate_request(await self.store(), self.judge, self.settings, request)
 
         try:
-            stored = await retrying(attempt, policy, self.on_retry)
+            stored = await retrying(attempt, DATABASE_AWAY, self.on_retry)
             summary = encode(summary_of(stored))
             await deliver(self.send, self.topics.evaluations, request.agent_id.encode(), summary)
         except Exception as exc:

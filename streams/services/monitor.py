@@ -279,27 +279,36 @@ class SeekStored(ConsumerRebalanceListener):  # type: ignore[misc]
             self.consumer.seek(tp, offset)
 
 
-async def run_monitor(service: MonitorService) -> None:
-    """Consume scores until cancelled (a worker task)."""
-    settings, topics = service.settings, service.topics
-    consumer = AIOKafkaConsumer(**consumer_kwargs(settings), group_id=service.group, enable_auto_commit=False,
-                                auto_offset_reset="earliest", max_poll_records=BATCH, session_timeout_ms=6000,
+async def consume_from_stored(settings: Settings, owner: OffsetOwner, topics: list[str], batch: int,
+                              handle: Callable[[list[Any]], Awaitable[None]]) -> None:  # fmt: skip
+    """Consume ``topics`` in ``owner``'s group, each partition from its offset stored in PostgreSQL
+    (:class:`SeekStored`), handing every non-empty fetch (aiokafka records) to ``handle`` until cancelled: the
+    loop of the monitor and of the shadow lane."""
+    consumer = AIOKafkaConsumer(**consumer_kwargs(settings), group_id=owner.group, enable_auto_commit=False,
+                                auto_offset_reset="earliest", max_poll_records=batch, session_timeout_ms=6000,
                                 heartbeat_interval_ms=1000)  # fmt: skip
     try:
         await start_with_retry(consumer, settings.broker, max(30.0, settings.connect_timeout_s))
         faust_private.group_leader_stays(consumer)
-        listener = SeekStored(consumer, service)
-        consumer.subscribe([topics.correction_logs, topics.evaluations], listener=listener)
+        listener = SeekStored(consumer, owner)
+        consumer.subscribe(topics, listener=listener)
         while True:
-            fetched = await consumer.getmany(timeout_ms=500, max_records=BATCH)
+            fetched = await consumer.getmany(timeout_ms=500, max_records=batch)
             listener.check()
-            found = [
-                o
-                for records in fetched.values()
-                for r in records
-                for o in observations(r.topic, r.partition, r.offset, r.value, topics.correction_logs)
-            ]
-            if found:
-                await service.apply(found)
+            if records := [r for batch_records in fetched.values() for r in batch_records]:
+                await handle(records)
     finally:
         await consumer.stop()
+
+
+async def run_monitor(service: MonitorService) -> None:
+    """Consume scores until cancelled (a worker task)."""
+    topics = service.topics
+
+    async def handle(records: list[Any]) -> None:
+        found = [o for r in records for o in observations(r.topic, r.partition, r.offset, r.value,
+                                                          topics.correction_logs)]  # fmt: skip
+        if found:
+            await service.apply(found)
+
+    await consume_from_stored(service.settings, service, [topics.correction_logs, topics.evaluations], BATCH, handle)

@@ -28,19 +28,16 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import orjson
-from aiokafka import AIOKafkaConsumer
 
 from engine.errors import PayloadError
 from engine.settings import Settings
 from engine.shadow import Shadow, ShadowStatus, Spend, sampled
-from streams.runtime import faust_private
 from streams.services.gate import Sender
-from streams.services.monitor import SeekStored
+from streams.services.monitor import consume_from_stored
 from streams.services.shadow_judge import ShadowResult
 from streams.store import Store
 from streams.store.monitor import MonitorBatch
 from streams.store.shadows import ShadowBatch
-from streams.wire.kafka import consumer_kwargs, start_with_retry
 from streams.wire.payloads import Draft, ShadowChange, decode, encode
 from streams.wire.topics import Topics, app_id
 
@@ -309,21 +306,8 @@ def _after(records: Sequence[Record], stored: dict[tuple[str, int], int]) -> dic
 
 async def run_shadows(service: ShadowService) -> None:
     """Consume ``drafts`` for the shadows until cancelled (a worker task beside the gate)."""
-    settings = service.settings
-    consumer = AIOKafkaConsumer(**consumer_kwargs(settings), group_id=service.group, enable_auto_commit=False,
-                                auto_offset_reset="earliest", max_poll_records=BATCH, session_timeout_ms=6000,
-                                heartbeat_interval_ms=1000)  # fmt: skip
-    try:
-        await start_with_retry(consumer, settings.broker, max(30.0, settings.connect_timeout_s))
-        faust_private.group_leader_stays(consumer)
-        listener = SeekStored(consumer, service)
-        consumer.subscribe([service.topics.drafts], listener=listener)
-        while True:
-            fetched = await consumer.getmany(timeout_ms=500, max_records=BATCH)
-            listener.check()
-            records = [Record(r.topic, r.partition, r.offset, r.timestamp, r.value)
-                       for batch in fetched.values() for r in batch]  # fmt: skip
-            if records:
-                await service.handle(records)
-    finally:
-        await consumer.stop()
+
+    async def handle(records: list[Any]) -> None:
+        await service.handle([Record(r.topic, r.partition, r.offset, r.timestamp, r.value) for r in records])
+
+    await consume_from_stored(service.settings, service, [service.topics.drafts], BATCH, handle)

@@ -4,6 +4,7 @@ dead-lettered during an outage.)"""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import asyncpg
@@ -54,7 +55,8 @@ def _request() -> EvaluationRequest:
 
 @pytest.fixture(autouse=True)
 def _fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(evaluations, "STORE_BACKOFF", Backoff(0.001, 0.002))
+    fast = dataclasses.replace(evaluations.DATABASE_AWAY, backoff=Backoff(0.001, 0.002))
+    monkeypatch.setattr(evaluations, "DATABASE_AWAY", fast)
     monkeypatch.setattr(evaluations, "summary_of", lambda run: run)
     monkeypatch.setattr(evaluations, "encode", lambda summary: b"summary of " + summary)
 
