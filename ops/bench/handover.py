@@ -138,8 +138,11 @@ class Run:
     workers: list[WorkerProcess] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
 
+    verbose: bool = False
+
     def new_worker(self) -> WorkerProcess:
-        worker = _worker(self.stack, self.settings, "offline", env=_drift_env())
+        extra = ("--verbose",) if self.verbose else ()
+        worker = _worker(self.stack, self.settings, "offline", env=_drift_env(), extra=extra)
         worker.log_path = worker.log_path.with_name(f"handover-worker-{len(self.events)}-{len(self.workers)}.log")
         return worker
 
@@ -186,15 +189,18 @@ async def event(run: Run, kind: str, settle_s: float) -> dict[str, Any]:
     return figures
 
 
-def waits(traffic: Traffic, at: float, moved: set[int], until: float = 0.0) -> dict[str, float]:
+def waits(
+    traffic: Traffic, at: float, moved: set[int], until: float = 0.0, stop: float = float("inf")
+) -> dict[str, float]:
     """The event's wait figures (seconds); a group with no draft gets -1. ``until``: seconds after ``at`` the
-    window starts to count ``WINDOW_S`` from (a joining worker's start to ready: it joins the group at its end)."""
+    window starts to count ``WINDOW_S`` from (a joining worker's start to ready: it joins the group at its end);
+    ``stop``: the next event's time, where the window ends at the latest (its drafts are that event's)."""
     normal = traffic.latencies(at - 6.0, at - BEFORE_S)
     p50 = statistics.median(normal) if normal else 0.0
     stayed = set(range(PARTITIONS)) - moved
     out = {"normal_p50_s": p50}
     for name, partitions in (("moved", moved), ("unmoved", stayed)):
-        found = traffic.latencies(at - BEFORE_S, at + until + WINDOW_S, partitions)
+        found = traffic.latencies(at - BEFORE_S, min(at + until + WINDOW_S, stop - BEFORE_S), partitions)
         out[f"{name}_max_s"] = max(found) if found else -1.0
         out[f"{name}_extra_s"] = max(found) - p50 if found else -1.0
     first = traffic.latencies(at, at + 2.0)
@@ -202,12 +208,13 @@ def waits(traffic: Traffic, at: float, moved: set[int], until: float = 0.0) -> d
     return out
 
 
-async def measure(rounds: int, settle_s: float, rate: float = RATE) -> dict[str, Any]:
-    """The whole run on a private stack; every figure, the floor's included."""
+async def measure(rounds: int, settle_s: float, rate: float = RATE, keep: bool = False) -> dict[str, Any]:
+    """The whole run on a private stack; every figure, the floor's included. ``keep``: leave the stack's
+    directory (the workers' logs) and write every draft's send and verdict times to ``traffic.json`` in it."""
     stack = start_stack()
     settings = Settings.from_env(broker=stack.broker.bootstrap, database_url=stack.database.url,
                                  topic_prefix="handover.")  # fmt: skip
-    run = Run(stack, settings)
+    run = Run(stack, settings, verbose=keep)
     stop, listening = asyncio.Event(), asyncio.Event()
     tasks: list[asyncio.Future[None]] = []
     try:
@@ -237,7 +244,19 @@ async def measure(rounds: int, settle_s: float, rate: float = RATE) -> dict[str,
         for worker in run.workers:
             await asyncio.to_thread(worker.stop, 30.0)
         stack.stop()
-        shutil.rmtree(stack.root, ignore_errors=True)
+        if keep:
+            _dump(run, stack.root)
+        else:
+            shutil.rmtree(stack.root, ignore_errors=True)
+
+
+def _dump(run: Run, root: Any) -> None:
+    """Every draft (send time, partition, verdict time or null) and the events, for a timeline."""
+    traffic = run.traffic
+    rows = {d: (t, p, traffic.answered.get(d)) for d, (t, p) in traffic.sent.items()}
+    events = [{k: v for k, v in e.items() if k in ("event", "at", "moved", "ready_s", "exit_s")} for e in run.events]
+    (root / "traffic.json").write_bytes(orjson.dumps({"drafts": rows, "events": events}))
+    print(f"kept {root} (worker logs, traffic.json)")
 
 
 async def _steady(traffic: Traffic, rate: float, timeout_s: float = 120.0) -> None:
@@ -269,10 +288,11 @@ def results(found: dict[str, Any], settings: Settings) -> dict[str, float]:
     }
     for phase, seconds in found["fresh"]["phases"].items():
         out[f"worker_start_{phase.replace(' ', '_')}_s"] = seconds
+    nexts = [e["at"] for e in found["events"][1:]] + [float("inf")]
+    for e, stop in zip(found["events"], nexts, strict=True):
+        e.update(waits(traffic, e["at"], set(e["moved"]), e.get("ready_s", 0.0), stop))
     for kind in ("stop", "join", "kill"):
         events = [e for e in found["events"] if e["event"] == kind]
-        for e in events:
-            e.update(waits(traffic, e["at"], set(e["moved"]), e.get("ready_s", 0.0)))
         for key in ("moved_max_s", "unmoved_max_s", "unmoved_extra_s", "sent_in_2s_after_max_s", "normal_p50_s"):
             out[f"handover_{kind}_{key}"] = max(e[key] for e in events)
         if kind == "join":
@@ -300,11 +320,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="cycles of stop, join, kill, join (default 1)")
     parser.add_argument("--settle", type=float, default=15.0, help="seconds between events (default 15)")
     parser.add_argument("--rate", type=float, default=RATE, help=f"drafts per second (default {RATE:g})")
+    parser.add_argument("--keep", action="store_true", help="keep the stack's directory: worker logs, traffic.json")
     args = parser.parse_args()
     info = machine_info()
     load = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     print(f"machine: {info['cpu']}, {info['cores']} cores, Python {info['python']}; load average {load}", flush=True)
-    found = asyncio.run(measure(args.rounds, args.settle, args.rate))
+    found = asyncio.run(measure(args.rounds, args.settle, args.rate, args.keep))
     figures = results(found, Settings.from_env())
     figures["handover_load_average_1m"] = round(os.getloadavg()[0], 2)
     figures["handover_rate_per_s"] = args.rate

@@ -43,6 +43,7 @@ from faust.stores.memory import Store as MemoryStore
 from mode import Service
 
 from engine.settings import Settings
+from streams.runtime import tails
 from streams.store.restore import Checkpoint, RecentAction, RestoreQueries
 from streams.wire.kafka import consumer_kwargs, start_with_retry
 
@@ -109,6 +110,7 @@ class RestorePlan:
         self._consumer: AIOKafkaConsumer | None = None
         self._gave_up_at: float | None = None  # when a checkpoint lookup last found no database in time
         self._lock = asyncio.Lock()
+        self._reading = asyncio.Lock()  # one assignment of the shared consumer at a time
 
     @property
     def enabled(self) -> bool:
@@ -145,6 +147,17 @@ class RestorePlan:
         wanted = set(partitions)
         found = [c for c in await db.checkpoints_before([topic], before) if c.partition in wanted]
         return await self._valid(found)
+
+    async def last_offsets(self, topic: str, partitions: Iterable[int]) -> dict[int, int]:
+        """The offset of the last record of each of ``topic``'s ``partitions`` (-1: empty)."""
+        async with self._reading:
+            return await tails.last_offsets(await self.consumer(), topic, partitions)
+
+    async def read_tails(self, topic: str, starts: dict[int, int | None]) -> dict[int, list[tails.ChangelogMessage]]:
+        """The records of ``topic``'s partitions from each start (None: the beginning) to their end (see
+        :mod:`streams.runtime.tails`)."""
+        async with self._reading:
+            return await tails.read_tails(await self.consumer(), topic, starts)
 
     def window_s(self, topic: str) -> float:
         """How much tail a restore of changelog ``topic`` reads: ``DRIFT_RESTORE_WINDOW_S``; pending attempts at
@@ -244,6 +257,9 @@ class RestoreStore(MemoryStore[Any, Any]):
         self.starts: dict[int, int] = {}
         self.active: set[int] = set()
         self.checkpointed: dict[int, int] = {}
+        self.complete: set[int] = set()  # partitions whose memory holds their whole changelog (last recovery)
+        self.failed: set[int] = set()  # partitions a changelog record of this worker failed to reach since then
+        self.kept: dict[int, int] = {}  # retained partition -> its changelog's last offset at this rebalance
 
     @property
     def topic(self) -> str:
@@ -258,25 +274,65 @@ class RestoreStore(MemoryStore[Any, Any]):
             self.partition_of[key] = partition
 
     def persisted_offset(self, tp: Any) -> int | None:
-        """Where Faust starts reading ``tp`` (it reads from this offset on: the record before the checkpoint,
-        already applied, is read again, which is harmless and keeps Faust's consistency check content)."""
+        """The last offset of ``tp`` already in memory: Faust applies the records after it. A partition this
+        worker keeps across the rebalance is in memory up to its end; another starts after its checkpoint."""
+        if (kept := self.kept.get(tp.partition)) is not None:
+            return kept
         start = self.starts.get(tp.partition)
         return None if start is None else start - 1
+
+    def note_failed(self, partition: int) -> None:
+        """A changelog record written here did not reach the broker: memory and changelog may differ, so the
+        partition's next restore reads its changelog again even if this worker keeps it."""
+        self.failed.add(partition)
 
     async def on_rebalance(self, assigned: Any, revoked: Any, newly_assigned: Any, generation_id: int = 0) -> None:
         await super().on_rebalance(assigned, revoked, newly_assigned, generation_id)
         plan = plan_of(self.app)
+        retained = self._retained(assigned, newly_assigned)
+        self.complete, self.failed, self.kept = set(), set(), {}
         if plan is None:
             return
         try:
-            self.starts = await plan.start_offsets(self.topic, {tp.partition for tp in assigned})
+            self.kept = await plan.last_offsets(self.topic, retained)
+            moved = {tp.partition for tp in assigned if tp.topic == self.topic} - set(self.kept)
+            self.starts = await plan.start_offsets(self.topic, moved)
         except Exception:  # the broker or the database failed: replay whole changelogs (slower, never wrong)
             log.exception("no restore checkpoints for %s; restoring from the beginning", self.topic)
-            self.starts = {}
+            self.starts, self.kept = {}, {}
+            return
+        try:
+            self.kept.update(await self._read_ahead(plan, moved))
+        except Exception:  # Faust's own recovery reads on from wherever this stopped
+            log.exception("changelog tails of %s not read ahead; Faust's recovery reads them", self.topic)
+
+    async def _read_ahead(self, plan: RestorePlan, partitions: set[int]) -> dict[int, int]:
+        """Apply the changelog tails of ``partitions`` (from their checkpoints) read with the plan's own consumer,
+        through the table as Faust's restore would (:mod:`streams.runtime.tails`): the last offset applied per
+        partition, where Faust's recovery then starts."""
+        found = await plan.read_tails(self.topic, {p: self.starts.get(p) for p in partitions})
+        applied: dict[int, int] = {}
+        for partition, messages in found.items():
+            if messages:
+                events: Any = tails.changelog_events(messages)  # Faust's EventT, as far as a restore reads it
+                self.table.apply_changelog_batch(events)
+                applied[partition] = messages[-1].offset
+        return applied
+
+    def _retained(self, assigned: Any, newly_assigned: Any) -> set[int]:
+        """The partitions this worker keeps, whose memory is whole: owned before and after the rebalance (Faust's
+        ``newly_assigned`` is against the previous assignment), recovered completely, no write of theirs lost.
+        This worker was their only writer (a partition's records are written by its owner), so their memory
+        holds every record of their changelogs: their restore has nothing to read (eager rebalances revoke every
+        partition, and Faust would otherwise replay the changelog tail of each kept partition again)."""
+        mine = {tp.partition for tp in assigned if tp.topic == self.topic}
+        new = {tp.partition for tp in newly_assigned if tp.topic == self.topic}
+        return (mine - new) & self.complete - self.failed
 
     async def on_recovery_completed(self, active_tps: Any, standby_tps: Any) -> None:
         await super().on_recovery_completed(active_tps, standby_tps)
         self.active = {tp.partition for tp in active_tps}
+        self.complete = set(self.active)
         for key in [k for k, p in self.partition_of.items() if p not in self.active]:
             self.data.pop(key, None)
             del self.partition_of[key]

@@ -54,6 +54,7 @@ class DirectTable(MutableMapping[str, Any]):
         self._written: OrderedDict[str, tuple[float, int]] = OrderedDict()  # key -> (written at, partition)
         self._watch_restore(table)
         self._note = getattr(self._store, "note_partition", None)  # streams.runtime.restore.RestoreStore
+        self._note_failed = getattr(self._store, "note_failed", None)  # ... and its lost writes
         self._dirty: dict[str, int | tuple[int, ...]] = {}  # key -> changelog partition(s)
         self._in_flight: dict[str, asyncio.Future[Any]] = {}  # key -> delivery of its latest record
 
@@ -151,7 +152,7 @@ class DirectTable(MutableMapping[str, Any]):
                 record = None if value is None else orjson.dumps(value)
                 future = await (send or self._send)(self.topic, orjson.dumps(key), record, each)
                 self._in_flight[key] = future
-                future.add_done_callback(functools.partial(self._settled, key))
+                future.add_done_callback(functools.partial(self._settled, key, each))
             if (in_flight := self._in_flight.get(key)) is not None:
                 deliveries.append(in_flight)
         return deliveries
@@ -206,9 +207,11 @@ class DirectTable(MutableMapping[str, Any]):
                 adopted += 1
         return adopted
 
-    def _settled(self, key: str, done: asyncio.Future[Any]) -> None:
+    def _settled(self, key: str, partition: int, done: asyncio.Future[Any]) -> None:
         if self._in_flight.get(key) is done:
             del self._in_flight[key]
+        if self._note_failed is not None and (done.cancelled() or done.exception() is not None):
+            self._note_failed(partition)
 
 
 class PartitionWrites(MutableMapping[str, Any]):

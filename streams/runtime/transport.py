@@ -37,6 +37,7 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
 
     class ConsumerThread(OrderlyClose, faust_aiokafka.AIOKafkaConsumerThread):
         _probe: AIOKafkaConsumer | None = None
+        leader_leaves = settings.group_leader_leaves
         skipped: collections.deque[SkippedBatch]  # undecodable batches, reported by FastLanes (thread-safe)
 
         async def _fetch_records(self, consumer: Any, active_partitions: Any, *args: Any, **kwargs: Any) -> Any:
@@ -99,6 +100,8 @@ class OrderlyClose:
     stop (``on_thread_stop``) stops the consumer on its own loop, which leaves the group.
     """
 
+    leader_leaves = False  # settings.group_leader_leaves
+
     def close(self) -> None:
         log.info("a rebalance reached the stopping worker: its consumer leaves the group as it stops")
 
@@ -106,9 +109,11 @@ class OrderlyClose:
         """The orderly stop: a group leader with other members does not send LeaveGroup (docs/known-issues.md,
         "A leader that leaves a forming group"); its session times out instead, and the group forms again
         without it. A leader alone in its group at its latest assignment (``drift up``) leaves at once: its group
-        is formed, and a formed group's leave clears the leader."""
+        is formed, and a formed group's leave clears the leader. With ``DRIFT_GROUP_LEADER_LEAVES`` every worker
+        leaves at once."""
         app: Any = getattr(self, "app", None)
-        if (consumer := private.kafka_consumer(self)) is not None and app is not None:
+        stays = not self.leader_leaves  # DRIFT_GROUP_LEADER_LEAVES: a broker without the bug (Kafka)
+        if stays and (consumer := private.kafka_consumer(self)) is not None and app is not None:
             private.leave_group_unless_leader(consumer, _leader_stays, lambda: members_seen(app) == 1)
         await super().on_thread_stop()  # type: ignore[misc]
 

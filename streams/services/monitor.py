@@ -289,7 +289,8 @@ async def consume_from_stored(settings: Settings, owner: OffsetOwner, topics: li
                                 heartbeat_interval_ms=1000)  # fmt: skip
     try:
         await start_with_retry(consumer, settings.broker, max(30.0, settings.connect_timeout_s))
-        faust_private.group_leader_stays(consumer)
+        if not settings.group_leader_leaves:
+            faust_private.group_leader_stays(consumer)
         listener = SeekStored(consumer, owner)
         consumer.subscribe(topics, listener=listener)
         while True:

@@ -95,7 +95,8 @@ async def run_sink(
     try:  # a consumer or producer cancelled while it starts (an early Ctrl-C) is closed too
         wait_s = max(30.0, settings.connect_timeout_s)
         await start_with_retry(consumer, settings.broker, wait_s, on_retry)
-        faust_private.group_leader_stays(consumer)
+        if not settings.group_leader_leaves:
+            faust_private.group_leader_stays(consumer)
         await start_with_retry(producer, settings.broker, wait_s, on_retry)
         started()
         while True:

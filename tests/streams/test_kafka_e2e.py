@@ -32,3 +32,31 @@ async def test_true_end_offsets_count_every_record_of_the_last_batch(scenario: S
     finally:
         await producer.stop()
         await consumer.stop()
+
+
+async def test_changelog_tails_are_read_whole_from_their_starts(scenario: Scenario) -> None:
+    """The restore's read-ahead (streams.runtime.tails) on the embedded broker: every record from the start to
+    the true end, a batched tail included, tombstones kept, other partitions untouched; the last offsets too."""
+    from streams.runtime.tails import changelog_events, last_offsets, read_tails
+
+    await scenario.create_topics()
+    topic = scenario.settings.topic("dlq")
+    producer = AIOKafkaProducer(bootstrap_servers=scenario.settings.broker, linger_ms=50)
+    await producer.start()
+    consumer = AIOKafkaConsumer(bootstrap_servers=scenario.settings.broker, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        for n in range(6):  # partition 0: one record, then a batch of five (the last a tombstone)
+            await producer.send(topic, None if n == 5 else b"[%d]" % n, key=b'"k%d"' % (n % 3), partition=0)
+            if n == 0:
+                await producer.flush()
+        await producer.send_and_wait(topic, b"[9]", key=b'"other"', partition=1)
+        tails = await read_tails(consumer, topic, {0: 2, 2: None})
+        assert [m.offset for m in tails[0]] == [2, 3, 4, 5] and tails.get(2, []) == []
+        events = changelog_events(tails[0])
+        assert [(e.key, e.value) for e in events] == [("k2", [2]), ("k0", [3]), ("k1", [4]), ("k2", None)]
+        assert await last_offsets(consumer, topic, [0, 1, 2]) == {0: 5, 1: 0, 2: -1}
+        assert (await read_tails(consumer, topic, {0: None}))[0][0].offset == 0  # None: from the first record
+    finally:
+        await producer.stop()
+        await consumer.stop()

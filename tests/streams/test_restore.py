@@ -15,6 +15,7 @@ from faust.types import TP
 from engine.settings import Settings
 from streams.runtime.faust_app import faust_app
 from streams.runtime.restore import RestoreStore, agent_partition, recent_entries
+from streams.runtime.tails import ChangelogMessage
 from streams.services.gate import RECENT_KEPT, remember_commit
 from streams.store.restore import RecentAction
 from streams.wire import kafka
@@ -93,6 +94,55 @@ async def test_a_store_starts_at_its_checkpoint_and_forgets_partitions_it_lost(t
         store.note_partition(key, partition)
     await store.on_recovery_completed({TP("x", 0), TP("x", 2)}, set())
     assert dict(store.data) == {"a": [1], "c": [3]} and store.active == {0, 2}
+
+
+async def test_a_kept_partition_is_not_restored_again_unless_its_memory_may_differ(tmp_path: Path) -> None:
+    from streams.runtime.restore import RestorePlan
+
+    async def no_database(timeout_s: float | None) -> None:
+        return None
+
+    app = faust_app(Settings(data_dir=tmp_path, database_url=""), partitions=3, closing=NothingToClose(),
+                    skipped=no_skipped_batches)  # fmt: skip
+    store = app.Table("t", default=list).data
+    assert isinstance(store, RestoreStore)
+    plan = RestorePlan(Settings(restore_window_s=900), no_database, partitions=3, kept=10)
+    last = {0: 41, 1: 7, 2: 99}
+
+    async def last_offsets(topic: str, partitions: Any) -> dict[int, int]:
+        assert topic == store.topic
+        return {p: last[p] for p in partitions}
+
+    async def start_offsets(topic: str, partitions: Any) -> dict[int, int]:
+        return {p: 5 for p in partitions}  # each partition's checkpoint
+
+    read: list[dict[int, int | None]] = []
+
+    async def read_tails(topic: str, starts: dict[int, int | None]) -> dict[int, list[ChangelogMessage]]:
+        read.append(starts)  # partition 2's tail holds two records: read ahead, Faust starts after them
+        return {p: [ChangelogMessage(b'"k2"', b"[1]", 2, 5), ChangelogMessage(b'"k2"', b"[1,2]", 2, 6)]
+                if p == 2 else [] for p in starts}  # fmt: skip
+
+    plan.last_offsets, plan.start_offsets, plan.read_tails = last_offsets, start_offsets, read_tails  # type: ignore[method-assign]
+    app.restore = plan
+
+    def tps(*partitions: int) -> set[TP]:  # the changelog's and a source topic's partitions, as Faust assigns
+        return {TP(store.topic, p) for p in partitions} | {TP("p.drafts", p) for p in partitions}
+
+    async def rebalance(assigned: set[TP], new: set[TP]) -> list[int | None]:
+        await store.on_rebalance(assigned, set(), new)
+        return [store.persisted_offset(TP(store.topic, p)) for p in (0, 1, 2)]
+
+    assert await rebalance(tps(0, 1), tps(0, 1)) == [4, 4, None]  # all new: from their checkpoints (empty tails)
+    await store.on_recovery_completed(tps(0, 1), set())
+    store.note_failed(1)  # a changelog record of partition 1 was lost: memory may hold what the changelog does not
+    assert await rebalance(tps(0, 1, 2), tps(2)) == [41, 4, 6]  # 0 kept: nothing to read; 1 and 2 restored
+    assert read[-1] == {1: 5, 2: 5} and store.data["k2"] == [1, 2]  # from their checkpoints, through the table
+    # a rebalance before that restore completed: nothing is known to be whole, every partition is restored
+    assert await rebalance(tps(0, 1, 2), set()) == [4, 4, 6]
+    await store.on_recovery_completed(tps(0, 1, 2), set())
+    assert await rebalance(tps(0, 2), set()) == [41, None, 99]  # 1 went elsewhere
+    assert "k2" in store.data  # until the recovery completes without partition 2
 
 
 def test_existing_changelogs_without_compaction_get_it(monkeypatch: pytest.MonkeyPatch) -> None:

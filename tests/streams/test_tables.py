@@ -109,6 +109,22 @@ async def test_a_flush_returns_undelivered_records_another_flush_sent() -> None:
     assert await table.flush(["pam"]) == []
 
 
+async def test_a_lost_changelog_record_is_told_to_the_store() -> None:
+    """A restore store that keeps a partition's memory across rebalances must learn that a write of it was lost
+    (streams.runtime.restore.RestoreStore.note_failed); a delivered one tells it nothing."""
+    sent: Sent = []
+    table, futures = make_table(sent, settle=False)
+    failed: list[int] = []
+    table._note_failed = failed.append  # what the restore store offers
+    table.at(0)["pam"] = [1]
+    table.at(2)["jim"] = [2]
+    await table.flush()
+    futures[0].set_result(None)
+    futures[1].set_exception(ConnectionError("the broker went away"))
+    await asyncio.sleep(0)
+    assert failed == [2]
+
+
 async def test_a_write_without_a_source_partition_is_refused() -> None:
     table, _ = make_table([])
     with pytest.raises(TypeError, match="partition"):

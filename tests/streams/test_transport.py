@@ -152,12 +152,12 @@ async def test_commits_start_at_the_first_record_read_where_nothing_was_committe
     assert consumer._committed_offset[TP("drafts", 1)] == 3
 
 
-def _faust_app(tmp_path: Any) -> Any:
+def _faust_app(tmp_path: Any, **overrides: Any) -> Any:
     from engine.settings import Settings
     from streams.runtime.faust_app import faust_app
     from tests.streams.fakes import NothingToClose, no_skipped_batches
 
-    settings = Settings(data_dir=tmp_path, broker="127.0.0.1:1")
+    settings = Settings(data_dir=tmp_path, broker="127.0.0.1:1", **overrides)
     return faust_app(settings, 3, closing=NothingToClose(), skipped=no_skipped_batches)
 
 
@@ -232,7 +232,13 @@ async def test_a_group_leader_stops_without_leave_group_a_follower_leaves(tmp_pa
     is a follower waiting for it, and no worker becomes ready again (docs/known-issues.md)."""
     from streams.runtime import faust_private
 
-    for leader, members, left in ((True, 2, []), (False, 2, [3]), (True, 1, [3])):
+    cases: tuple[tuple[bool, int, list[int], bool], ...] = (
+        (True, 2, [], False),
+        (False, 2, [3], False),
+        (True, 1, [3], False),
+        (True, 2, [3], True),
+    )
+    for leader, members, left, leader_leaves in cases:  # leader_leaves: DRIFT_GROUP_LEADER_LEAVES (Kafka)
         coordinator = StandInCoordinator(leader)
 
         class KafkaConsumer:
@@ -241,7 +247,7 @@ async def test_a_group_leader_stops_without_leave_group_a_follower_leaves(tmp_pa
             async def stop(self) -> None:  # aiokafka's stop ends with the coordinator's LeaveGroup
                 await self._coordinator._maybe_leave_group()
 
-        app = _faust_app(tmp_path)
+        app = _faust_app(tmp_path, group_leader_leaves=leader_leaves)
         app.assignor.changelog_distribution = {f"http://worker{n}": {} for n in range(members)}  # latest assignment
         thread = faust_private.consumer_thread(app.consumer)
         thread._consumer = KafkaConsumer()
