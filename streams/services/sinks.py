@@ -37,6 +37,8 @@ from streams.wire.topics import Topics, app_id
 
 log = logging.getLogger(__name__)
 BATCH = 500
+#: How long a stopping sink waits for the offset commit in flight.
+COMMIT_GRACE_S = 5.0
 Table = Literal["correction_logs", "run_messages"]
 SINK_TABLES: tuple[Table, ...] = ("correction_logs", "run_messages")
 
@@ -106,12 +108,28 @@ async def run_sink(
                 continue
             items = await decode_items(model, records, reject)
             await write_batch(_writer(await store(), table), table, items, reject, on_retry)
-            await consumer.commit()
+            await commit_through_a_stop(consumer)
     finally:
         try:
             await consumer.stop()
         finally:  # a second cancel during the consumer's stop must not leave the producer open
             await producer.stop()
+
+
+async def commit_through_a_stop(consumer: Any, grace_s: float = COMMIT_GRACE_S) -> None:
+    """Commit the consumer's offsets. A stop that cancels the sink mid-commit waits (up to ``grace_s``) for the
+    commit in flight before the consumer stops: aiokafka shields its commit request, so a cancelled caller left
+    it to fail against the closing connection and Python logged "Task exception was never retrieved" with a
+    traceback on a routine stop. The rows are written either way; an offset not committed only means the next
+    owner writes them again (the sinks are idempotent)."""
+    commit = asyncio.ensure_future(consumer.commit())
+    try:
+        await asyncio.shield(commit)
+    except asyncio.CancelledError:
+        done, _ = await asyncio.wait([commit], timeout=grace_s)
+        if done and not commit.cancelled() and commit.exception() is not None:
+            log.info("sink offsets not committed as the sink stopped: %s", commit.exception())
+        raise
 
 
 async def dead_letter(producer: AIOKafkaProducer, dlq: str, table: str, record: Any, reason: str) -> None:

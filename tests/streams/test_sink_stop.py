@@ -44,3 +44,36 @@ async def test_a_second_cancel_during_the_consumer_stop_still_closes_the_produce
     with pytest.raises(asyncio.CancelledError):
         await sinks.run_sink(Settings(), no_store, "run_messages")
     assert Client.stopped == ["consumer", "producer"]
+
+
+async def test_a_stop_during_a_commit_waits_for_it_and_leaves_no_unretrieved_error() -> None:
+    """aiokafka shields its commit request: a sink cancelled mid-commit used to leave it failing against the closing
+    connection ("Task exception was never retrieved" and a traceback on a routine stop)."""
+    events: list[str] = []
+    release = asyncio.Event()
+
+    class Consumer:
+        async def commit(self) -> None:
+            async def request() -> None:  # the shielded request: it fails once the connection closes
+                await release.wait()
+                events.append("request failed")
+                raise ConnectionError("Connection closed")
+
+            await asyncio.shield(asyncio.ensure_future(request()))
+
+    unretrieved: list[Any] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: unretrieved.append(context))
+    sink = asyncio.ensure_future(sinks.commit_through_a_stop(Consumer(), grace_s=5.0))
+    await asyncio.sleep(0.01)
+    sink.cancel()  # the worker stops
+    await asyncio.sleep(0.01)
+    assert not sink.done()  # still waiting for the commit in flight
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await sink
+    assert events == ["request failed"]
+    import gc
+
+    gc.collect()
+    assert unretrieved == []
