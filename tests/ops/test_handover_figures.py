@@ -1,0 +1,39 @@
+"""The hand-over benchmark's figures from recorded traffic (no stack): each event's window, moved and unmoved."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.settings import Settings
+from ops.bench.handover import Traffic, results
+
+
+def _found(traffic: Traffic, events: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"floor": {"leave": [4.0], "join": [4.0]}, "fresh": {"ready_s": 6.0, "phases": {}}, "join_idle_s": 7.0,
+            "events": events, "traffic": traffic}  # fmt: skip
+
+
+def test_an_events_window_ends_where_the_next_event_starts() -> None:
+    traffic = Traffic()
+    for n in range(600):  # 10 drafts/s for 60 s over partitions 0-2, each answered 0.1 s later
+        sent = n / 10
+        traffic.sent[f"d{n}"] = (sent, n % 3)
+        traffic.answered[f"d{n}"] = sent + 0.1
+    traffic.answered["d201"] = 20.1 + 9.0  # partition 0, sent 0.1 s after the stop: waited 9 s
+    traffic.answered["d302"] = 30.2 + 7.0  # partition 2, after the join
+    traffic.answered["d360"] = 36.0 + 30.0  # partition 0, after the kill: the kill's, never the join's
+    del traffic.answered["d599"]  # still unanswered at the end
+    events = [
+        {"event": "stop", "at": 20.0, "moved": [0], "exit_s": 0.5},
+        {"event": "join", "at": 25.0, "moved": [2], "ready_s": 3.0},  # its window would reach 40 s
+        {"event": "kill", "at": 35.0, "moved": [0], "exit_s": 0.1},
+        {"event": "stop_follower", "at": 55.0, "moved": [1], "exit_s": 0.4},
+    ]
+    figures = results(_found(traffic, events), Settings())
+    assert figures["handover_stop_moved_max_s"] == 9.0 and figures["handover_stop_unmoved_max_s"] == 0.1
+    assert figures["handover_join_moved_max_s"] == 7.0
+    assert figures["handover_join_unmoved_max_s"] == 0.1  # the kill's straggler is not the join's
+    assert figures["handover_kill_moved_max_s"] == 30.0 and figures["handover_kill_normal_p50_s"] == 0.1
+    assert figures["handover_stop_follower_moved_max_s"] == 0.1
+    assert figures["handover_stop_follower_exit_s"] == 0.4 and figures["worker_join_ready_streaming_s"] == 3.0
+    assert figures["handover_unanswered"] == 1 and figures["handover_drafts"] == 600
