@@ -296,6 +296,8 @@ def results(found: dict[str, Any], settings: Settings) -> dict[str, float]:
         e.update(waits(traffic, e["at"], set(e["moved"]), e.get("ready_s", 0.0), stop))
     for kind in ("stop", "stop_follower", "join", "kill"):
         events = [e for e in found["events"] if e["event"] == kind]
+        if not events:
+            continue
         for key in ("moved_max_s", "unmoved_max_s", "unmoved_extra_s", "sent_in_2s_after_max_s", "normal_p50_s"):
             out[f"handover_{kind}_{key}"] = max(e[key] for e in events)
         if kind == "join":
