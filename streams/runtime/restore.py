@@ -53,6 +53,8 @@ STORE_SCHEME = "drift-memory"
 STORE_URL = f"{STORE_SCHEME}://"
 #: How long a restore waits for the database to look up checkpoints before it replays whole changelogs.
 LOOKUP_WAIT_S = 10.0
+#: How long one table's read-ahead of its moved partitions may take inside the rebalance callback.
+READ_AHEAD_S = 1.5
 #: Checkpoint rows are kept this many windows back (plus the newest older one per partition).
 KEEP_WINDOWS = 2
 #: The table whose entries are rebuilt from the record after a restore.
@@ -111,6 +113,7 @@ class RestorePlan:
         self._gave_up_at: float | None = None  # when a checkpoint lookup last found no database in time
         self._lock = asyncio.Lock()
         self._reading = asyncio.Lock()  # one assignment of the shared consumer at a time
+        self._read_ahead_off_until = 0.0  # a read-ahead that took too long turns it off for a while
 
     @property
     def enabled(self) -> bool:
@@ -148,16 +151,23 @@ class RestorePlan:
         found = [c for c in await db.checkpoints_before([topic], before) if c.partition in wanted]
         return await self._valid(found)
 
-    async def last_offsets(self, topic: str, partitions: Iterable[int]) -> dict[int, int]:
-        """The offset of the last record of each of ``topic``'s ``partitions`` (-1: empty)."""
-        async with self._reading:
-            return await tails.last_offsets(await self.consumer(), topic, partitions)
-
     async def read_tails(self, topic: str, starts: dict[int, int | None]) -> dict[int, list[tails.ChangelogMessage]]:
         """The records of ``topic``'s partitions from each start (None: the beginning) to their end (see
-        :mod:`streams.runtime.tails`)."""
-        async with self._reading:
-            return await tails.read_tails(await self.consumer(), topic, starts)
+        :mod:`streams.runtime.tails`), within ``READ_AHEAD_S``: this runs inside the rebalance callback, which
+        must return well within the rebalance timeout. Nothing (Faust's recovery reads them) when it takes longer,
+        and for the other tables of the next seconds (a slow broker or a loaded host)."""
+        if time.monotonic() < self._read_ahead_off_until:
+            return {}
+        try:
+            async with self._reading:
+                return await asyncio.wait_for(self._read(topic, starts), READ_AHEAD_S)
+        except TimeoutError:
+            self._read_ahead_off_until = time.monotonic() + 2 * LOOKUP_WAIT_S
+            log.warning("%s: changelog tails not read within %.1f s; Faust's recovery reads them", topic, READ_AHEAD_S)
+            return {}
+
+    async def _read(self, topic: str, starts: dict[int, int | None]) -> dict[int, list[tails.ChangelogMessage]]:
+        return await tails.read_tails(await self.consumer(), topic, starts)
 
     def window_s(self, topic: str) -> float:
         """How much tail a restore of changelog ``topic`` reads: ``DRIFT_RESTORE_WINDOW_S``; pending attempts at
@@ -259,7 +269,8 @@ class RestoreStore(MemoryStore[Any, Any]):
         self.checkpointed: dict[int, int] = {}
         self.complete: set[int] = set()  # partitions whose memory holds their whole changelog (last recovery)
         self.failed: set[int] = set()  # partitions a changelog record of this worker failed to reach since then
-        self.kept: dict[int, int] = {}  # retained partition -> its changelog's last offset at this rebalance
+        self.written: dict[int, int] = {}  # partition -> the last changelog offset known to be in memory
+        self.kept: dict[int, int] = {}  # kept partition -> where its restore starts at this rebalance
 
     @property
     def topic(self) -> str:
@@ -281,6 +292,22 @@ class RestoreStore(MemoryStore[Any, Any]):
         start = self.starts.get(tp.partition)
         return None if start is None else start - 1
 
+    def note_written(self, partition: int, offset: int) -> None:
+        """Changelog record ``offset`` of ``partition`` is in memory (written here and delivered, or restored)."""
+        if offset > self.written.get(partition, -1):
+            self.written[partition] = offset
+
+    def set_persisted_offset(self, tp: Any, offset: int) -> None:
+        """Faust's call once a changelog record of its own table writes is delivered (a no-op in its memory
+        store)."""
+        self.note_written(tp.partition, offset)
+
+    def apply_changelog_batch(self, batch: Any, to_key: Any, to_value: Any) -> None:
+        events = list(batch)
+        super().apply_changelog_batch(events, to_key, to_value)
+        for event in events:
+            self.note_written(event.message.partition, event.message.offset)
+
     def note_failed(self, partition: int) -> None:
         """A changelog record written here did not reach the broker: memory and changelog may differ, so the
         partition's next restore reads its changelog again even if this worker keeps it."""
@@ -290,16 +317,16 @@ class RestoreStore(MemoryStore[Any, Any]):
         await super().on_rebalance(assigned, revoked, newly_assigned, generation_id)
         plan = plan_of(self.app)
         retained = self._retained(assigned, newly_assigned)
-        self.complete, self.failed, self.kept = set(), set(), {}
+        self.kept = {p: offset for p, offset in self.written.items() if p in retained}
+        self.written, self.complete, self.failed = dict(self.kept), set(), set()
         if plan is None:
             return
+        moved = {tp.partition for tp in assigned if tp.topic == self.topic} - set(self.kept)
         try:
-            self.kept = await plan.last_offsets(self.topic, retained)
-            moved = {tp.partition for tp in assigned if tp.topic == self.topic} - set(self.kept)
             self.starts = await plan.start_offsets(self.topic, moved)
         except Exception:  # the broker or the database failed: replay whole changelogs (slower, never wrong)
             log.exception("no restore checkpoints for %s; restoring from the beginning", self.topic)
-            self.starts, self.kept = {}, {}
+            self.starts = {}
             return
         try:
             self.kept.update(await self._read_ahead(plan, moved))

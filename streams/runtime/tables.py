@@ -54,7 +54,8 @@ class DirectTable(MutableMapping[str, Any]):
         self._written: OrderedDict[str, tuple[float, int]] = OrderedDict()  # key -> (written at, partition)
         self._watch_restore(table)
         self._note = getattr(self._store, "note_partition", None)  # streams.runtime.restore.RestoreStore
-        self._note_failed = getattr(self._store, "note_failed", None)  # ... and its lost writes
+        self._note_failed = getattr(self._store, "note_failed", None)  # ... its lost writes
+        self._note_written = getattr(self._store, "note_written", None)  # ... and its delivered ones
         self._dirty: dict[str, int | tuple[int, ...]] = {}  # key -> changelog partition(s)
         self._in_flight: dict[str, asyncio.Future[Any]] = {}  # key -> delivery of its latest record
 
@@ -210,8 +211,11 @@ class DirectTable(MutableMapping[str, Any]):
     def _settled(self, key: str, partition: int, done: asyncio.Future[Any]) -> None:
         if self._in_flight.get(key) is done:
             del self._in_flight[key]
-        if self._note_failed is not None and (done.cancelled() or done.exception() is not None):
-            self._note_failed(partition)
+        if done.cancelled() or done.exception() is not None:
+            if self._note_failed is not None:
+                self._note_failed(partition)
+        elif self._note_written is not None and isinstance(offset := getattr(done.result(), "offset", None), int):
+            self._note_written(partition, offset)  # a batch's delivery names its first record: a lower bound
 
 
 class PartitionWrites(MutableMapping[str, Any]):

@@ -47,16 +47,6 @@ class ChangelogEvent:
     message: ChangelogMessage
 
 
-async def last_offsets(consumer: AIOKafkaConsumer, topic: str, partitions: Iterable[int]) -> dict[int, int]:
-    """The offset of the last record of each of ``topic``'s ``partitions`` (-1: empty)."""
-    tps = [TopicPartition(topic, p) for p in sorted(partitions)]
-    if not tps:
-        return {}
-    ends = await true_end_offsets(consumer, await consumer.end_offsets(tps))
-    consumer.assign([])
-    return {tp.partition: end - 1 for tp, end in ends.items()}
-
-
 async def read_tails(
     consumer: AIOKafkaConsumer, topic: str, starts: Mapping[int, int | None], timeout_s: float = READ_TIMEOUT_S
 ) -> dict[int, list[ChangelogMessage]]:

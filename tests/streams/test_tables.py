@@ -109,20 +109,22 @@ async def test_a_flush_returns_undelivered_records_another_flush_sent() -> None:
     assert await table.flush(["pam"]) == []
 
 
-async def test_a_lost_changelog_record_is_told_to_the_store() -> None:
-    """A restore store that keeps a partition's memory across rebalances must learn that a write of it was lost
-    (streams.runtime.restore.RestoreStore.note_failed); a delivered one tells it nothing."""
+async def test_delivered_and_lost_changelog_records_are_told_to_the_store() -> None:
+    """A restore store that keeps a partition's memory across rebalances learns how far its changelog is in memory
+    (streams.runtime.restore.RestoreStore.note_written) and that a write of it was lost (note_failed)."""
     sent: Sent = []
     table, futures = make_table(sent, settle=False)
     failed: list[int] = []
+    written: list[tuple[int, int]] = []
     table._note_failed = failed.append  # what the restore store offers
+    table._note_written = lambda partition, offset: written.append((partition, offset))
     table.at(0)["pam"] = [1]
     table.at(2)["jim"] = [2]
     await table.flush()
-    futures[0].set_result(None)
+    futures[0].set_result(SimpleNamespace(offset=17))  # aiokafka's RecordMetadata
     futures[1].set_exception(ConnectionError("the broker went away"))
     await asyncio.sleep(0)
-    assert failed == [2]
+    assert failed == [2] and written == [(0, 17)]
 
 
 async def test_a_write_without_a_source_partition_is_refused() -> None:
