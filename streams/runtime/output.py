@@ -30,6 +30,22 @@ MAX_BATCH_BYTES = 256 * 1024
 PARTITION_MEMO = 65_536
 
 
+async def all_delivered(deliveries: list[asyncio.Future[Any]]) -> None:
+    """Wait until every delivery future is done; raise the first failure, as ``asyncio.gather`` would.
+
+    Delivery futures are shared: a table key's latest record is awaited by every batch that wrote the key
+    (:meth:`streams.runtime.tables.DirectTable.flush`). ``asyncio.gather`` cancels its futures when its waiter is
+    cancelled, so a judged draft's task cancelled by a stop cancelled records other batches were waiting for, and
+    their drafts went unacked ("records of N draft(s) were not delivered", seen on graceful stops under load).
+    Here a cancelled waiter leaves the futures alone."""
+    if not deliveries:
+        return
+    await asyncio.wait(deliveries, return_when=asyncio.FIRST_EXCEPTION)
+    for delivery in deliveries:
+        if delivery.done():
+            delivery.result()  # raises the failure (CancelledError for a cancelled delivery)
+
+
 class Output:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings

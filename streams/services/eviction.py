@@ -21,7 +21,6 @@ the restore, so they go one TTL later unless their agent shows up.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Collection
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from engine.settings import Settings
 from streams.runtime.eviction import Clock
 from streams.runtime.history import HistoryView
+from streams.runtime.output import all_delivered
 from streams.runtime.supervise import contained
 from streams.services.configs import ConfigCache
 from streams.services.sinklag import SinkLag
@@ -125,7 +125,7 @@ async def sweep_and_flush(evictor: Evictor, flush: Callable[..., Any]) -> Swept:
     keys = swept.keys()
     if keys:
         try:
-            await asyncio.gather(*await flush(keys))
+            await all_delivered(await flush(keys))
         except Exception as exc:  # the broker away: the worker goes on
             log.warning("tombstones of %d evicted key(s) not written: %s", len(keys), exc)
         log.info("evicted %d idle agent(s), %d table entr(ies)", len(swept.agents), len(keys))

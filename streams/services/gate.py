@@ -37,6 +37,7 @@ from engine.scoring import ScoringTarget
 from engine.settings import Settings
 from streams.runtime.eviction import unknown_earlier_attempts
 from streams.runtime.history import HistoryView
+from streams.runtime.output import all_delivered
 from streams.services.candidates import Candidates
 from streams.services.configs import ConfigCache
 from streams.services.records import build_log, build_verdict, committed_message
@@ -321,7 +322,7 @@ async def process_draft(
         )
     remember_verdict(tables.verdicts, draft, record)
     if flush:  # the record is durable before the verdict goes out (a lane batch does this for all its drafts)
-        await asyncio.gather(*await deps.ship_verdicts((draft.draft_id,)))
+        await all_delivered(await deps.ship_verdicts((draft.draft_id,)))
     deliveries = await _emit(deps, draft, record, send)
     if decision.decision is Decision.RETRY:
         attempts = [a for a in deps.pending.get(draft.draft_id) or [] if a["attempt"] != draft.attempt]

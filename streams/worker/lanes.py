@@ -22,7 +22,7 @@ from engine.errors import PayloadError
 from streams.runtime import faust_private
 from streams.runtime.dispatch import KeyedDispatcher
 from streams.runtime.history import record_key
-from streams.runtime.output import OutputBatch
+from streams.runtime.output import OutputBatch, all_delivered
 from streams.services.context import DeadLetter
 from streams.services.gate import GateDeps, Sender, TableWrites, process_draft, remember_commit
 from streams.wire.payloads import Draft, EvaluationRequest, Message, decode, encode
@@ -213,7 +213,7 @@ class GateLane:
         if previous is not None:
             await asyncio.wait([previous])
         try:
-            await asyncio.gather(*shipped)
+            await all_delivered(shipped)
             deliveries.update(await self.gate.flush_tables(written, batch.send))
             await batch.flush()
         except Exception:  # the broker refused or timed out: nothing is acked, nothing is lost
@@ -296,7 +296,7 @@ class StateLane:
     async def __call__(self, messages: list[Any]) -> None:
         per_agent = await self._absorb(messages)
         try:  # external actions entered the recent table: their changelog records first
-            await asyncio.gather(*await self.gate.flush_tables())
+            await all_delivered(await self.gate.flush_tables())
         except Exception:  # not counted, not acked: they come back after a restart or rebalance
             log.exception("recent-messages changelog not written; %d message(s) stay unacked", len(messages))
             return

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 from typing import Any
 
+import pytest
 from aiokafka.errors import KafkaTimeoutError
 from aiokafka.producer.message_accumulator import MessageAccumulator
 from aiokafka.structs import TopicPartition
@@ -102,3 +103,23 @@ def _records(batch: Any) -> list[bytes]:
 
     buffer = batch.get_data_buffer()
     return [record.value for record in DefaultRecordBatch(bytes(buffer))]
+
+
+async def test_a_cancelled_waiter_leaves_shared_deliveries_alone() -> None:
+    """Two batches wait for the same table record's delivery; a stop cancels one waiter. With asyncio.gather the
+    shared future was cancelled too and the other batch's drafts went unacked."""
+    from streams.runtime.output import all_delivered
+
+    loop = asyncio.get_running_loop()
+    shared, own = loop.create_future(), loop.create_future()
+    cancelled_waiter = asyncio.ensure_future(all_delivered([shared]))
+    other_waiter = asyncio.ensure_future(all_delivered([shared, own]))
+    await asyncio.sleep(0)
+    cancelled_waiter.cancel()
+    await asyncio.sleep(0)
+    assert not shared.cancelled()
+    shared.set_result(None)
+    own.set_exception(ConnectionError("refused"))  # a failure is raised, as gather raises it
+    with pytest.raises(ConnectionError):
+        await other_waiter
+    await all_delivered([])  # nothing to wait for
