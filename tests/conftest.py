@@ -38,24 +38,30 @@ def write(tmp_path: Path) -> Write:
 
 #: The test files measured longest (wall seconds per file in one full run on 2 cores, longest first): `make test`
 #: starts them first (see :func:`pytest_collection_modifyitems`). Only the order depends on this list: a stale or
-#: missing entry costs time, never a result.
+#: missing entry costs time, never a result. Measured 2026-11-26 (a loaded run: about 1.6 times a quiet one's).
 LONGEST_FIRST = (
-    "tests/streams/test_shadow_e2e.py",
-    "tests/streams/cli/test_credentials_e2e.py",
-    "tests/streams/cli/test_ctrl_c_e2e.py",
-    "tests/streams/test_monitor_e2e.py",
-    "tests/streams/test_hardening_e2e.py",
-    "tests/streams/test_simulate_e2e.py",
-    "tests/streams/test_gate_e2e.py",
-    "tests/streams/cli/test_up_restart_e2e.py",
-    "tests/streams/test_ops_cli_e2e.py",
-    "tests/test_packaging.py",
-    "tests/streams/test_scale_out_e2e.py",
-    "tests/streams/test_chaos_wire_e2e.py",
-    "tests/streams/test_evaluations_e2e.py",
-    "tests/streams/test_redelivery_e2e.py",
-    "tests/streams/test_experiment_e2e.py",
-    "tests/streams/test_experiment_partial_e2e.py",
+    "tests/streams/test_gate_e2e.py",  # 161 s
+    "tests/streams/test_ops_cli_e2e.py",  # 150 s
+    "tests/streams/cli/test_credentials_e2e.py",  # 144 s
+    "tests/streams/test_chaos_wire_e2e.py",  # 126 s
+    "tests/streams/test_monitor_e2e.py",  # 112 s
+    "tests/streams/test_hardening_e2e.py",  # 110 s
+    "tests/streams/cli/test_up_restart_e2e.py",  # 109 s
+    "tests/streams/test_experiment_partial_e2e.py",  # 107 s
+    "tests/streams/test_evaluations_e2e.py",  # 104 s
+    "tests/streams/test_experiment_e2e.py",  # 85 s
+    "tests/streams/test_scale_out_e2e.py",  # 82 s
+    "tests/streams/test_redelivery_e2e.py",  # 75 s
+    "tests/streams/test_simulate_e2e.py",  # 68 s
+    "tests/test_packaging.py",  # 60 s
+    "tests/streams/cli/test_everyday_cli.py",  # 54 s
+    "tests/streams/cli/test_first_run_e2e.py",  # 45 s
+    "tests/streams/test_shadow_e2e.py",  # 42 s
+    "tests/streams/test_metrics_e2e.py",  # 33 s
+    "tests/streams/test_eviction_e2e.py",  # 31 s
+    "tests/streams/test_steps_e2e.py",  # 27 s
+    "tests/streams/test_client_e2e.py",  # 25 s
+    "tests/streams/test_adapters_e2e.py",  # 24 s
 )
 
 
@@ -63,13 +69,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Longest files first: the files of :data:`LONGEST_FIRST`, then every other file holding an end-to-end test,
     then the rest, each in collection order (a file's tests keep theirs). pytest-xdist's ``--dist loadfile`` hands
     out files in this order (`make test` turns off its own ordering by test count, which put the one-test e2e files
-    last): the run then ends with short files on both cores, not with one core running a two-minute file."""
-    rank: dict[str, int] = {}
+    last): the run then ends with short files on both cores, not with one core running a two-minute file.
+
+    Files holding a test that runs alone (:func:`_timed_alone`) are handed out once no other end-to-end file is
+    left: such a test first waits, its core idle, for the test running on the other core, which is then a short
+    unit test, not a minute-long e2e test (that wait was up to 90 s). A file whose other tests hold the shared lock
+    for long (e2e tests not ``timed``) goes among the unit tests, the first one before them, the next ones spread
+    through them (two such files side by side would wait for each other's long tests); the files holding only
+    short tests besides their timed ones come last."""
+    files: dict[str, list[pytest.Item]] = {}
     for item in items:
-        path = item.nodeid.split("::", 1)[0]
-        e2e = item.get_closest_marker("e2e") is not None
-        first = LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST) + (0 if e2e else 1)
-        rank[path] = min(rank.get(path, first), first)
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def e2e(test: pytest.Item) -> bool:
+        return test.get_closest_marker("e2e") is not None
+
+    def exclusive(test: pytest.Item) -> bool:
+        return test.get_closest_marker("timed") is not None or "alone" in getattr(test, "fixturenames", ())
+
+    alone = [path for path, tests in files.items() if any(map(exclusive, tests))]
+    long = [path for path in alone if any(e2e(t) and t.get_closest_marker("timed") is None for t in files[path])]
+    units = [path for path, tests in files.items() if path not in alone and not any(map(e2e, tests))]
+    rank: dict[str, tuple[int, int]] = {path: (2, 2 * i + 1) for i, path in enumerate(units)}
+    rank |= {path: (2, 2 * (j * len(units) // len(long))) for j, path in enumerate(long)}
+    rank |= {path: (3, 0) for path in alone if path not in long}
+    for path in files.keys() - rank.keys():
+        rank[path] = (0, LONGEST_FIRST.index(path)) if path in LONGEST_FIRST else (1, 0)
     items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])
 
 

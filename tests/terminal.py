@@ -7,6 +7,7 @@ terminal emulator or tmux does — unlike ``kill -INT`` on one process.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -16,6 +17,8 @@ import subprocess
 import termios
 import time
 from collections.abc import Callable, Sequence
+
+import psutil  # type: ignore[import-untyped]  # (installed with pgserver; no stubs here)
 
 
 class Terminal:
@@ -82,9 +85,18 @@ class Terminal:
         return elapsed
 
     def close(self) -> None:
+        """Kill the command and what it started: the embedded stack's processes lead sessions of their own, so a
+        command that did not stop them (a failed test) would leave them busy for the rest of the run."""
+        try:
+            started = psutil.Process(self.process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            started = []
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
+        for child in started:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
         os.close(self.master)
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from engine.errors import ConfigurationError
 from engine.judges.llm import CallPolicy
-from engine.llm.anthropic import AnthropicTextModel
 from engine.llm.base import TextModel
 from engine.llm.openai_compat import OpenAICompatibleTextModel
 from engine.llm.scripted import scripted_rules_model
@@ -50,6 +49,8 @@ def make_text_model(
             offline = "scripted" if flag == "--actor" else "scripted:RULES.yaml"
             raise ConfigurationError(f"ANTHROPIC_API_KEY is not set: export it, or choose {flag} {offline}")
         key = settings.anthropic_api_key.get_secret_value()
+        from engine.llm.anthropic import AnthropicTextModel  # the SDK: seconds of imports, for this actor only
+
         return AnthropicTextModel(api_key=key, model=argument or settings.anthropic_model,
                                   base_url=settings.anthropic_base_url, policy=policy)  # fmt: skip
     if kind == "openai-compatible":

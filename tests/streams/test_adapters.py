@@ -1,12 +1,14 @@
 """The framework adapters on a scripted stand-in of the gate: AutoGen teams and LangGraph graphs with offline
 models (AutoGen's ReplayChatCompletionClient, LangChain's GenericFakeChatModel), the step directives, and the
-failure policy. The real gate: tests/streams/test_adapters_e2e.py."""
+failure policy; a verdict that never comes on the real broker (timed, so apart from the long tests of the real
+gate: tests/streams/test_adapters_e2e.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -16,7 +18,9 @@ from engine.settings import Settings
 from streams.adapters import GatePolicy, GateSession, gate_session
 from streams.client import GateClient
 from streams.embedded import free_port
+from streams.wire.kafka import create_topics
 from streams.wire.payloads import DirectiveOut, Directives, Message, Verdict
+from tests.stack import Stack
 
 autogen_agents = pytest.importorskip("autogen_agentchat.agents", reason="the [autogen] extra is not installed")
 pytest.importorskip("langgraph.graph", reason="the [langgraph] extra is not installed")
@@ -29,6 +33,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
 from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 
+from ops.examples.integrations.autogen_team import REPLIES, TASK  # noqa: E402
 from streams.adapters.autogen import GatedAgent  # noqa: E402
 from streams.adapters.langgraph import gated_node  # noqa: E402
 
@@ -174,6 +179,24 @@ async def test_an_unreachable_broker_never_hangs_the_run(caplog: pytest.LogCaptu
     lines = [r.getMessage() for r in caplog.records if r.name == "streams.adapters"]
     assert lines[0].startswith("drift gate: cannot connect to 127.0.0.1:") and "fail-open" in lines[0]
     assert not [r for r in caplog.records if r.getMessage().startswith("Unable connect")]  # aiokafka's, held back
+
+
+@pytest.mark.e2e
+@pytest.mark.timed
+async def test_a_verdict_timeout_fails_closed_without_hanging_the_team(stack: Stack) -> None:
+    """On the real broker (the embedded stack): the topics exist, but no worker answers."""
+    idle = stack.settings(f"idle{uuid.uuid4().hex[:6]}.")  # topics, but no worker
+    await create_topics(idle)
+    policy = GatePolicy(on_failure="closed", verdict_timeout_s=0.5, step_timeout_s=0.5)
+    started = asyncio.get_running_loop().time()
+    async with gate_session(settings=idle, policy=policy) as session:
+        drifting = AssistantAgent("kevin", model_client=ReplayChatCompletionClient([REPLIES["dwight"][0]]))
+        team = RoundRobinGroupChat([GatedAgent(drifting, session)], max_turns=1)
+        result = await team.run(task=TASK)
+    assert asyncio.get_running_loop().time() - started < 10
+    assert [(m.source, m.to_text()) for m in result.messages] == [("user", TASK), ("kevin", "")]
+    assert result.messages[1].metadata["drift_status"] == "blocked"
+    assert isinstance(session, GateSession) and session.step_no == 1
 
 
 async def test_the_agents_own_failure_is_raised_not_taken_for_the_gates() -> None:

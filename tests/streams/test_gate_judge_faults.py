@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import orjson
+import pytest
 
 from engine.judges.anthropic import AnthropicJudge
 from engine.judges.llm import CallPolicy
@@ -38,6 +39,7 @@ def behaviour_for(request: ReceivedRequest) -> Behaviour:
     return next((b for name, b in FAULTS.items() if f"fault-{name}" in text), Behaviour.auto(value=8))
 
 
+@pytest.mark.timed  # a 1 s judge deadline: a busy core made the truncated body time out instead (a full run)
 async def test_every_draft_gets_a_verdict_within_the_deadline_plus_one_second_whatever_the_provider_does() -> None:
     async with MessagesApiServer(behaviour_for) as server:
         policy = CallPolicy(deadline_s=DEADLINE_S, backoff_base_s=0.02, backoff_max_s=0.2)

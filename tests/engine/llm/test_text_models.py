@@ -3,6 +3,8 @@ retries under the judges' call policy, refusals, deadlines, secrets."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -132,3 +134,17 @@ async def test_make_text_model_specs(tmp_path: Path) -> None:
     with pytest.raises(PropositionFileError, match=r"rules.yaml:2: rules.0.pattern: required key is missing"):
         make_text_model("scripted:" + str(rules), Settings())
     assert make_text_model("anthropic", Settings(anthropic_api_key="k")).name == "anthropic:claude-haiku-4-5"
+
+
+def test_a_scripted_actor_never_imports_the_anthropic_sdk(tmp_path: Path) -> None:
+    """The SDK costs seconds of imports: `drift demo`, `simulate` and `experiment run` with a scripted actor (or a
+    bad option they refuse) must not pay them."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("default: ok\n", encoding="utf-8")
+    code = (
+        "import sys\nfrom engine.actors.factory import make_actor\nfrom engine.llm.factory import make_text_model\n"
+        f"from engine.settings import Settings\nmake_text_model({f'scripted:{rules}'!r}, Settings())\n"
+        "print('anthropic' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "False"

@@ -1,47 +1,22 @@
 """A first user's commands through the real entry point, no stack needed (issue 18).
 
-Bad input: exit 2, one line starting ``drift:``, no traceback, and a bound on the time it takes to fail.
+Bad input: exit 2, one line starting ``drift:``, no traceback; the bound on the time it takes to fail is tested in
+test_first_run_timed_cli.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from engine.models import AgentConfig
 from streams.embedded import free_port
-from tests.stack import DRIFT, REPO
+from tests.stack import REPO
+from tests.streams.cli.first_run_support import drift
 
-#: A command that fails on bad input must say so well within this (it used to wait 15 s and more).
-FAIL_FAST_S = 10.0
 SAMPLE = REPO / "ops" / "examples" / "office_conversation.jsonl"
-
-
-def drift(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None
-) -> tuple[subprocess.CompletedProcess[str], float]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("DRIFT_") and k != "ANTHROPIC_API_KEY"}
-    started = time.monotonic()
-    done = subprocess.run(
-        [DRIFT, *args], env={**base, **(env or {})}, capture_output=True, text=True, timeout=timeout, check=False,
-        cwd=cwd,
-    )  # fmt: skip
-    return done, time.monotonic() - started
-
-
-def assert_one_line_error(done: subprocess.CompletedProcess[str], elapsed: float, *fragments: str) -> None:
-    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("drift: "), done.stderr[-2000:]
-    assert "Traceback" not in done.stderr + done.stdout
-    assert elapsed < FAIL_FAST_S, elapsed
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 # -- point 15: --help ----------------------------------------------------------------------------------------
@@ -70,38 +45,7 @@ def test_config_set_help_lists_every_key() -> None:
     assert missing == []
 
 
-# -- points 6, 7: one line, exit 2, quickly ------------------------------------------------------------------
-
-
-@pytest.mark.timed
-@pytest.mark.parametrize("command", ["worker", "sinks"])
-def test_an_unreachable_database_is_one_line_quickly(command: str) -> None:
-    database = f"postgresql://drift:secret@127.0.0.1:{free_port()}/drift"
-    done, elapsed = drift(command, "--database", database, "--broker", f"127.0.0.1:{free_port()}",
-                          env={"DRIFT_CONNECT_TIMEOUT_S": "2"})  # fmt: skip
-    assert_one_line_error(done, elapsed, "cannot connect to the database")
-    assert "secret" not in done.stderr
-
-
-@pytest.mark.timed
-def test_db_migrate_with_a_database_that_is_not_a_url() -> None:
-    done, elapsed = drift("db", "migrate", "--database", "notaurl")
-    assert_one_line_error(done, elapsed, "notaurl")
-
-
-@pytest.mark.timed
-def test_up_with_an_unusable_data_dir(tmp_path: Path) -> None:
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a directory")
-    done, elapsed = drift("up", "--data-dir", str(blocker / "state"), "--kafka-port", str(free_port()))
-    assert_one_line_error(done, elapsed, "--data-dir", "cannot be used")
-
-
-@pytest.mark.timed
-def test_demo_with_an_unknown_judge_fails_before_starting_anything() -> None:
-    done, elapsed = drift("demo", "--judge", "gpt4")
-    assert_one_line_error(done, elapsed, "unknown judge 'gpt4'")
-    assert "ready" not in done.stdout
+# -- points 6, 7: one line, exit 2 (quickly: test_first_run_timed_cli.py) ------------------------------------
 
 
 def test_worker_on_an_empty_propositions_folder_warns(tmp_path: Path) -> None:
@@ -165,10 +109,3 @@ def test_eval_run_with_the_offline_judge_says_what_it_cannot_judge() -> None:
                     "--allow-incomparable")  # fmt: skip
     assert done.returncode in (0, 1), done.stderr[-2000:]
     assert "offline heuristic judge (no LLM)" in done.stdout and "cannot read meaning" in done.stdout
-
-
-@pytest.mark.timed
-def test_worker_on_a_web_address_it_cannot_listen_on() -> None:
-    """192.0.2.1 (TEST-NET-1) is never a local address: binding fails before anything connects."""
-    done, elapsed = drift("worker", env={"DRIFT_WEB_HOST": "192.0.2.1", "DRIFT_CONNECT_TIMEOUT_S": "1"})
-    assert_one_line_error(done, elapsed, "web server: cannot listen on 192.0.2.1:6066")
