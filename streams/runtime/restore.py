@@ -270,7 +270,6 @@ class RestoreStore(MemoryStore[Any, Any]):
         self.complete: set[int] = set()  # partitions whose memory holds their whole changelog (last recovery)
         self.failed: set[int] = set()  # partitions a changelog record of this worker failed to reach since then
         self.written: dict[int, int] = {}  # partition -> the last changelog offset known to be in memory
-        self.kept: dict[int, int] = {}  # kept partition -> where its restore starts at this rebalance
 
     @property
     def topic(self) -> str:
@@ -286,9 +285,10 @@ class RestoreStore(MemoryStore[Any, Any]):
 
     def persisted_offset(self, tp: Any) -> int | None:
         """The last offset of ``tp`` already in memory: Faust applies the records after it. A partition this
-        worker keeps across the rebalance is in memory up to its end; another starts after its checkpoint."""
-        if (kept := self.kept.get(tp.partition)) is not None:
-            return kept
+        worker keeps across the rebalance is in memory up to its end, a moved one up to its read-ahead; any other
+        starts after its checkpoint."""
+        if (written := self.written.get(tp.partition)) is not None:
+            return written
         start = self.starts.get(tp.partition)
         return None if start is None else start - 1
 
@@ -317,11 +317,11 @@ class RestoreStore(MemoryStore[Any, Any]):
         await super().on_rebalance(assigned, revoked, newly_assigned, generation_id)
         plan = plan_of(self.app)
         retained = self._retained(assigned, newly_assigned)
-        self.kept = {p: offset for p, offset in self.written.items() if p in retained}
-        self.written, self.complete, self.failed = dict(self.kept), set(), set()
+        self.written = {p: offset for p, offset in self.written.items() if p in retained}
+        self.complete, self.failed = set(), set()
         if plan is None:
             return
-        moved = {tp.partition for tp in assigned if tp.topic == self.topic} - set(self.kept)
+        moved = {tp.partition for tp in assigned if tp.topic == self.topic} - set(self.written)
         try:
             self.starts = await plan.start_offsets(self.topic, moved)
         except Exception:  # the broker or the database failed: replay whole changelogs (slower, never wrong)
@@ -329,22 +329,19 @@ class RestoreStore(MemoryStore[Any, Any]):
             self.starts = {}
             return
         try:
-            self.kept.update(await self._read_ahead(plan, moved))
+            await self._read_ahead(plan, moved)
         except Exception:  # Faust's own recovery reads on from wherever this stopped
             log.exception("changelog tails of %s not read ahead; Faust's recovery reads them", self.topic)
 
-    async def _read_ahead(self, plan: RestorePlan, partitions: set[int]) -> dict[int, int]:
+    async def _read_ahead(self, plan: RestorePlan, partitions: set[int]) -> None:
         """Apply the changelog tails of ``partitions`` (from their checkpoints) read with the plan's own consumer,
-        through the table as Faust's restore would (:mod:`streams.runtime.tails`): the last offset applied per
-        partition, where Faust's recovery then starts."""
+        through the table as Faust's restore would (:mod:`streams.runtime.tails`); the store notes the offsets
+        applied (:meth:`apply_changelog_batch`), where Faust's recovery then starts."""
         found = await plan.read_tails(self.topic, {p: self.starts.get(p) for p in partitions})
-        applied: dict[int, int] = {}
-        for partition, messages in found.items():
+        for messages in found.values():
             if messages:
                 events: Any = tails.changelog_events(messages)  # Faust's EventT, as far as a restore reads it
                 self.table.apply_changelog_batch(events)
-                applied[partition] = messages[-1].offset
-        return applied
 
     def _retained(self, assigned: Any, newly_assigned: Any) -> set[int]:
         """The partitions this worker keeps, whose memory is whole: owned before and after the rebalance (Faust's

@@ -11,7 +11,6 @@ Faust then starts after the last offset applied here and finds nothing left to r
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -23,9 +22,6 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from streams.wire.kafka import true_end_offsets
 
 log = logging.getLogger(__name__)
-
-#: How long one tail read may take before the rest is left to Faust's own recovery (which reads on from there).
-READ_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -48,10 +44,11 @@ class ChangelogEvent:
 
 
 async def read_tails(
-    consumer: AIOKafkaConsumer, topic: str, starts: Mapping[int, int | None], timeout_s: float = READ_TIMEOUT_S
+    consumer: AIOKafkaConsumer, topic: str, starts: Mapping[int, int | None]
 ) -> dict[int, list[ChangelogMessage]]:
     """Every record of ``topic``'s partitions from each start offset (None: the first one held) to the end the
-    partition has now; a partition not finished within ``timeout_s`` keeps what was read (a prefix)."""
+    partition has now. It has no deadline of its own: the caller bounds it, end offsets and consumer start
+    included (:meth:`streams.runtime.restore.RestorePlan.read_tails`)."""
     ends = {tp.partition: end for tp, end in (await _ends(consumer, topic, starts)).items()}
     wanted = {p: TopicPartition(topic, p) for p, end in ends.items() if end > (starts[p] or 0)}
     out: dict[int, list[ChangelogMessage]] = {p: [] for p in wanted}
@@ -64,11 +61,9 @@ async def read_tails(
             await consumer.seek_to_beginning(tp)
         else:
             consumer.seek(tp, start)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
     pending = set(wanted)
     try:
-        while pending and loop.time() < deadline:
+        while pending:
             batches = await consumer.getmany(*[wanted[p] for p in pending], timeout_ms=100, max_records=10_000)
             for tp, records in batches.items():
                 kept = out[tp.partition]
@@ -78,8 +73,6 @@ async def read_tails(
                     pending.discard(tp.partition)
     finally:
         consumer.assign([])
-    if pending:
-        log.warning("%s: changelog tails of partitions %s not read within %.0f s", topic, sorted(pending), timeout_s)
     return out
 
 
