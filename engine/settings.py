@@ -154,7 +154,8 @@ class Settings(BaseSettings):
     step_deadline_s: Seconds = 10.0
     """Deadline of one orchestrator step's interventions."""
     fetch_max_wait_ms: Annotated[int, Field(ge=0, le=60_000)] = 10
-    """The consumers' fetch wait (the embedded broker's long poll sleeps about half of it per hop)."""
+    """The consumers' starting fetch wait (the embedded broker's long poll sleeps about half of it per hop); it
+    doubles, up to 2 s, while the broker answers without records it has (docs/known-issues.md)."""
     web_host: Name = "127.0.0.1"
     """Address of a worker's `/health`, `/stats` and `/metrics`."""
     web_port: Annotated[int, Field(ge=1, le=65_535)] = 6066

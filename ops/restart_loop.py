@@ -33,11 +33,12 @@ from typing import Any
 
 import httpx
 import orjson
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer, TopicPartition
 
 from engine.settings import Settings
 from streams.client.admin import publish_config
 from streams.embedded import start_broker, start_database
+from streams.runtime.fetchwait import kafka_consumer
 from streams.store import Store
 from streams.wire.kafka import create_topics
 from streams.wire.topics import Topics
@@ -140,7 +141,7 @@ def _landed(trace: Trace, draft_id: str, delivery: asyncio.Future[Any]) -> None:
 
 async def follow(settings: Settings, partitions: int, trace: Trace, stop: asyncio.Event) -> None:
     """Read the verdict topic from the beginning; note each draft's first verdict."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.broker, fetch_max_wait_ms=20, enable_auto_commit=False)
+    consumer = kafka_consumer(settings, fetch_max_wait_ms=20, enable_auto_commit=False)
     await consumer.start()
     try:
         tps = [TopicPartition(Topics(settings.topic_prefix).verdicts, p) for p in range(partitions)]

@@ -34,13 +34,14 @@ from typing import Any
 
 import httpx
 import orjson
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer, TopicPartition
 
 from engine.settings import Settings
 from ops.bench.common import RESULTS_PATH, machine_info, merge_results
 from ops.bench.gate import _configure, _worker, draft_text
 from ops.bench.handover_floor import measure_floor
 from streams.embedded import EmbeddedStack, WorkerProcess, start_stack
+from streams.runtime.fetchwait import kafka_consumer
 from streams.runtime.restore import agent_partition
 from streams.wire.kafka import create_topics
 
@@ -93,7 +94,7 @@ async def send_stream(settings: Settings, traffic: Traffic, stop: asyncio.Event,
 
 async def read_verdicts(settings: Settings, traffic: Traffic, started: asyncio.Event) -> None:
     """Record each draft's first verdict arrival (runs until cancelled)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.broker, fetch_max_wait_ms=10, enable_auto_commit=False)
+    consumer = kafka_consumer(settings, fetch_max_wait_ms=10, enable_auto_commit=False)
     await consumer.start()
     try:
         tps = [TopicPartition(settings.topic("verdicts"), p) for p in range(PARTITIONS)]

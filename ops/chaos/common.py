@@ -27,6 +27,7 @@ from engine.settings import Settings
 from ops.fakes.server import Behaviour, ReceivedRequest
 from streams.client.admin import publish_config
 from streams.embedded import WorkerProcess, free_port
+from streams.runtime.fetchwait import kafka_consumer
 from streams.store import Store
 from streams.wire.kafka import client_kwargs, create_topics
 from streams.wire.topics import Topics
@@ -170,7 +171,7 @@ async def send_stream(stage: Stage, agents: list[str], count: int, rate: float, 
 
 async def read_all(settings: Settings, topic: str, until: Callable[[list[Any]], bool], timeout_s: float) -> list[Any]:
     """Every record of ``topic`` from the beginning, read until ``until(records)`` holds or the time is up."""
-    consumer = AIOKafkaConsumer(**client_kwargs(settings), fetch_max_wait_ms=50, enable_auto_commit=False)
+    consumer = kafka_consumer(settings, fetch_max_wait_ms=50, enable_auto_commit=False)
     await consumer.start()
     try:
         partitions = [TopicPartition(topic, p) for p in sorted(await _partitions(consumer, topic))]

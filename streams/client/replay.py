@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from engine.config_changes import check_config_keys
@@ -29,7 +29,8 @@ from engine.errors import ConfigurationError, PayloadError, ServiceError
 from engine.models import AgentConfig
 from engine.propositions.yamlsource import UnreadableFile, read_capped
 from engine.settings import Settings
-from streams.wire.kafka import client_kwargs, consumer_kwargs, create_topics, start_with_retry
+from streams.runtime.fetchwait import kafka_consumer
+from streams.wire.kafka import client_kwargs, create_topics, start_with_retry
 from streams.wire.payloads import Draft, decode
 from streams.wire.topics import Topics
 
@@ -198,7 +199,7 @@ class _Source:
 
     def __init__(self, settings: Settings, topic: str) -> None:
         self.settings, self.topic = settings, topic
-        self.consumer = AIOKafkaConsumer(**consumer_kwargs(settings), enable_auto_commit=False)
+        self.consumer = kafka_consumer(settings, enable_auto_commit=False)
         self.begin: dict[TopicPartition, int] = {}
         self.end: dict[TopicPartition, int] = {}
 

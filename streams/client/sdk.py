@@ -28,7 +28,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from engine.errors import ConfigurationError, PayloadError, ReplyTimeout
 from engine.settings import Settings
-from streams.wire.kafka import client_kwargs, consumer_kwargs, start_with_retry
+from streams.runtime.fetchwait import kafka_consumer
+from streams.wire.kafka import client_kwargs, start_with_retry
 from streams.wire.payloads import (
     AgentConfigChange,
     Directives,
@@ -81,7 +82,7 @@ class GateClient:
         self._producer = AIOKafkaProducer(**client_kwargs(self.settings), linger_ms=1, compression_type=compression)
         wait_s = self.settings.connect_timeout_s  # DRIFT_CONNECT_TIMEOUT_S: an absent broker fails fast
         await start_with_retry(self._producer, self.settings.broker, wait_s)
-        self._consumer = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
+        self._consumer = kafka_consumer(self.settings, enable_auto_commit=False)
         await start_with_retry(self._consumer, self.settings.broker, wait_s)
         partitions = [
             TopicPartition(topic, p)
@@ -241,7 +242,7 @@ class GateClient:
     ) -> EvaluationSummary:
         """:meth:`request_evaluation`, then wait for the run's summary (completed or failed; raises
         :class:`ReplyTimeout` when none arrives within ``timeout_s``, default the client's timeout)."""
-        consumer = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
+        consumer = kafka_consumer(self.settings, enable_auto_commit=False)
         await start_with_retry(consumer, self.settings.broker, 15.0)
         try:
             topic = self.topics.evaluations

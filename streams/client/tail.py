@@ -20,7 +20,8 @@ from rich.text import Text
 from engine.display import score_text
 from engine.errors import ConfigurationError, PayloadError
 from engine.settings import Settings
-from streams.wire.kafka import consumer_kwargs, start_with_retry
+from streams.runtime.fetchwait import kafka_consumer
+from streams.wire.kafka import start_with_retry
 from streams.wire.payloads import Alert, CorrectionLog, DeadLetter, Directives, Message, ScoreOut, Verdict, decode
 
 #: ``drift tail KIND``: the topic (without prefix) and the payload model of each kind.
@@ -105,7 +106,7 @@ async def tail(
     were shown, ``on_record`` returns False, or the task is cancelled. ``on_ready`` is called once the start
     positions are fixed: every record sent after it will be seen. Returns the number shown."""
     topic = topic_for(settings, kind)
-    consumer = AIOKafkaConsumer(**consumer_kwargs(settings), enable_auto_commit=False)
+    consumer = kafka_consumer(settings, enable_auto_commit=False)
     await start_with_retry(consumer, settings.broker, settings.connect_timeout_s)
     shown = 0
     try:

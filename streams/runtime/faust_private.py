@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Callable
 from typing import Any
 
+from aiokafka import TopicPartition
 from faust.streams import _current_event
 from faust.types import TP
 
@@ -57,6 +59,8 @@ PRIVATE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("faust.transport.drivers.aiokafka:AIOKafkaConsumerThread", "_consumer", "attribute"),
     ("aiokafka.consumer.consumer:AIOKafkaConsumer", "_fetch_max_wait_ms", "attribute"),
     ("aiokafka.consumer.fetcher:Fetcher", "_records", "attribute"),
+    ("aiokafka.consumer.fetcher:Fetcher", "_fetch_max_wait_ms", "attribute"),
+    ("aiokafka.consumer.fetcher:Fetcher", "_proc_fetch_request", "method"),
     ("aiokafka.consumer.fetcher:FetchResult", "_partition_records", "attribute"),
     ("aiokafka.consumer.fetcher:PartitionRecords", "_records_iterator", "attribute"),
     ("aiokafka.consumer.fetcher:PartitionRecords", "_tp", "attribute"),
@@ -172,6 +176,43 @@ def _leader_waits_out_its_session() -> None:
 def set_fetch_max_wait(kafka_consumer: Any, wait_ms: int) -> None:
     """Faust hard-codes 1500 ms; the embedded broker answers faster with a shorter wait."""
     kafka_consumer._fetch_max_wait_ms = wait_ms
+
+
+def fetch_max_wait(fetcher: Any) -> int:
+    """The max wait (ms) the fetcher sends with each fetch request."""
+    wait: int = fetcher._fetch_max_wait_ms
+    return wait
+
+
+_watched: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def on_fetch_responses(fetcher: Any, observe: Callable[[list[Any], set[Any]], int | None]) -> None:
+    """After each fetch response the fetcher handles, ``observe(asked, unread)`` gets the partitions the request
+    asked for and those that came back without records though the broker reports records past the fetch
+    offset; a wait it returns becomes the fetcher's max wait (streams.runtime.fetchwait). Installed once."""
+    if fetcher in _watched:
+        return
+    _watched.add(fetcher)
+    handle = fetcher._proc_fetch_request
+
+    async def handled(assignment: Any, node_id: Any, request: Any) -> Any:
+        result = await handle(assignment, node_id, request)
+        asked = [(TopicPartition(topic, p[0]), p[1]) for topic, partitions in request.topics for p in partitions]
+        unread = {tp for tp, offset in asked if _unread(fetcher, assignment.state_value(tp), tp, offset)}
+        if (wait := observe([tp for tp, _ in asked], unread)) is not None:
+            fetcher._fetch_max_wait_ms = wait
+        return result
+
+    fetcher._proc_fetch_request = handled
+
+
+def _unread(fetcher: Any, state: Any, tp: Any, offset: int) -> bool:
+    """No records buffered for ``tp`` after a response to a fetch at ``offset``, which is still its position,
+    while the broker's high watermark lies past it."""
+    if state is None or tp in fetcher._records or not state.has_valid_position or state.position != offset:
+        return False
+    return state.highwater is not None and state.highwater > offset
 
 
 def fetch_results(fetcher: Any) -> Any:

@@ -29,7 +29,8 @@ from engine.errors import DriftError, PayloadError
 from engine.models import Event, EventKind
 from engine.retry import Backoff, RetryCounter, RetryPolicy, no_count, retrying
 from engine.settings import Settings
-from streams.wire.kafka import consumer_kwargs, start_with_retry
+from streams.runtime.fetchwait import kafka_consumer
+from streams.wire.kafka import start_with_retry
 from streams.wire.payloads import Message, decode
 from streams.wire.topics import Topics
 
@@ -225,8 +226,8 @@ class HistoryFeed:
 
     async def run(self) -> None:
         """Read the topic from the last applied positions (the beginning at first), then follow it."""
-        reader = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
-        offsets = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
+        reader = kafka_consumer(self.settings, enable_auto_commit=False)
+        offsets = kafka_consumer(self.settings, enable_auto_commit=False)
         try:
             for client in (reader, offsets):
                 await start_with_retry(client, self.settings.broker, 30.0, self._on_retry)

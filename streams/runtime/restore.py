@@ -44,8 +44,9 @@ from mode import Service
 
 from engine.settings import Settings
 from streams.runtime import tails
+from streams.runtime.fetchwait import kafka_consumer
 from streams.store.restore import Checkpoint, RecentAction, RestoreQueries
-from streams.wire.kafka import consumer_kwargs, start_with_retry
+from streams.wire.kafka import start_with_retry
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,7 @@ class RestorePlan:
     async def consumer(self) -> AIOKafkaConsumer:
         async with self._lock:
             if self._consumer is None:
-                consumer = AIOKafkaConsumer(**consumer_kwargs(self.settings), enable_auto_commit=False)
+                consumer = kafka_consumer(self.settings, enable_auto_commit=False)
                 await start_with_retry(consumer, self.settings.broker, 30.0)
                 self._consumer = consumer
             return self._consumer

@@ -24,6 +24,7 @@ from faust.types import TP
 
 from engine.settings import Settings
 from streams.runtime import faust_private as private
+from streams.runtime import fetchwait
 from streams.runtime.undecodable import SkippedBatch, guard_fetcher, unfetchable
 from streams.wire.kafka import client_kwargs, ssl_context, true_end_offsets
 
@@ -46,6 +47,7 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
                 return {}  # nothing is active: aiokafka would read an empty request as "every partition"
             if (fetcher := private.kafka_fetcher(consumer)) is not None:
                 guard_fetcher(fetcher, self.skipped)  # a bad batch is skipped, never raised
+                fetchwait.watch(consumer)  # a wait that grows when the broker cannot list a partition in time
             try:
                 request = active_partitions if wanted is None else wanted
                 return await super()._fetch_records(consumer, request, *args, **kwargs)

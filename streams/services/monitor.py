@@ -39,10 +39,11 @@ from engine.monitor.stream import (
 )
 from engine.settings import Settings
 from streams.runtime import faust_private
+from streams.runtime.fetchwait import kafka_consumer
 from streams.services.gate import Sender
 from streams.store import Store
 from streams.store.monitor import MonitorBatch, StreamKey
-from streams.wire.kafka import consumer_kwargs, start_with_retry
+from streams.wire.kafka import start_with_retry
 from streams.wire.payloads import Alert, CorrectionLog, EvaluationSummary, decode, encode
 from streams.wire.topics import Topics, app_id
 
@@ -284,7 +285,7 @@ async def consume_from_stored(settings: Settings, owner: OffsetOwner, topics: li
     """Consume ``topics`` in ``owner``'s group, each partition from its offset stored in PostgreSQL
     (:class:`SeekStored`), handing every non-empty fetch (aiokafka records) to ``handle`` until cancelled: the
     loop of the monitor and of the shadow lane."""
-    consumer = AIOKafkaConsumer(**consumer_kwargs(settings), group_id=owner.group, enable_auto_commit=False,
+    consumer = kafka_consumer(settings, group_id=owner.group, enable_auto_commit=False,
                                 auto_offset_reset="earliest", max_poll_records=batch, session_timeout_ms=6000,
                                 heartbeat_interval_ms=1000)  # fmt: skip
     try:

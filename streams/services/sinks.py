@@ -22,16 +22,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaProducer
 
 from engine.errors import PayloadError
 from engine.retry import Backoff, RetryCounter, RetryPolicy, no_count, retrying
 from engine.settings import Settings
 from streams.runtime import faust_private
+from streams.runtime.fetchwait import kafka_consumer
 from streams.runtime.history import record_key
 from streams.store import Store
 from streams.store.errors import classify, describe
-from streams.wire.kafka import client_kwargs, consumer_kwargs, start_with_retry
+from streams.wire.kafka import client_kwargs, start_with_retry
 from streams.wire.payloads import CorrectionLog, DeadLetter, Message, decode, encode
 from streams.wire.topics import Topics, app_id
 
@@ -82,9 +83,9 @@ async def run_sink(
     ``started`` is called once the consumer and the dead-letter producer are connected to the broker; every
     retry (connecting, writing) is told to ``on_retry``."""
     topic, model = _source(settings, table)
-    consumer = AIOKafkaConsumer(
+    consumer = kafka_consumer(
+        settings,
         topic,
-        **consumer_kwargs(settings),
         group_id=sink_group(settings, table),
         enable_auto_commit=False,
         auto_offset_reset="earliest",

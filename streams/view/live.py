@@ -22,7 +22,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from engine.errors import PayloadError
 from engine.settings import Settings
-from streams.wire.kafka import consumer_kwargs, start_with_retry
+from streams.runtime.fetchwait import kafka_consumer
+from streams.wire.kafka import start_with_retry
 from streams.wire.payloads import Verdict, decode
 
 log = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ class LiveVerdicts:
 
     async def _run(self) -> None:
         topic = self._settings.topic("verdicts")
-        consumer = AIOKafkaConsumer(**consumer_kwargs(self._settings), enable_auto_commit=False)
+        consumer = kafka_consumer(self._settings, enable_auto_commit=False)
         await start_with_retry(consumer, self._settings.broker, 15.0)
         try:
             await consumer.topics()

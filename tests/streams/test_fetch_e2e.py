@@ -12,6 +12,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from streams.runtime import faust_private as private
 from streams.runtime.faust_app import faust_app
+from streams.runtime.fetchwait import kafka_consumer
 from streams.wire.kafka import consumer_kwargs
 from tests.stack import Scenario, eventually
 from tests.streams.fakes import NothingToClose, no_skipped_batches
@@ -67,3 +68,49 @@ async def _waiting(kafka: AIOKafkaConsumer) -> bool:
 
 async def _buffered(kafka: AIOKafkaConsumer, tp: TopicPartition) -> bool:
     return tp in private.fetch_results(private.kafka_fetcher(kafka))
+
+
+async def test_a_partition_the_broker_cannot_list_within_the_wait_is_read_once_the_wait_grows(
+    scenario: Scenario,
+) -> None:
+    """The embedded broker lists every batch of the partition, oldest first, on each fetch and stops at the
+    fetch's max wait: past the point the listing reaches, a consumer reads nothing, however long it polls
+    (docs/known-issues.md, "A partition the embedded broker cannot list in time"; at 10 ms the gate stopped
+    answering after about 13,000 drafts a partition). Here a 1 ms wait and 6,000 batches of one record: the
+    bare consumer reads nothing near the end; the worker's consumer (streams.runtime.fetchwait) doubles its
+    wait until the broker answers, and reads."""
+    settings = scenario.settings.with_(fetch_max_wait_ms=1)
+    tp = TopicPartition(settings.topic("listing"), 0)
+    producers = [AIOKafkaProducer(bootstrap_servers=settings.broker, linger_ms=0) for _ in range(4)]
+    bare = AIOKafkaConsumer(**consumer_kwargs(settings), enable_auto_commit=False)
+    grows = kafka_consumer(settings, enable_auto_commit=False)
+    try:
+        for client in (*producers, bare, grows):
+            await client.start()
+
+        async def fill(producer: AIOKafkaProducer) -> None:
+            for _ in range(BATCHES // len(producers)):
+                await producer.send_and_wait(tp.topic, b"x" * 100, partition=0)  # one record, one batch
+
+        await asyncio.gather(*(fill(producer) for producer in producers))
+        for consumer in (bare, grows):
+            consumer.assign([tp])
+            consumer.seek(tp, BATCHES - 5)
+        assert await _offsets(bare, tp, seconds=2.0) == []  # the quirk: nothing, though 5 records are there
+        assert await _offsets(grows, tp, seconds=30.0) == list(range(BATCHES - 5, BATCHES))
+        assert private.fetch_max_wait(private.kafka_fetcher(grows)) > 1
+    finally:
+        for client in (*producers, bare, grows):
+            await client.stop()
+
+
+BATCHES = 6000
+
+
+async def _offsets(consumer: AIOKafkaConsumer, tp: TopicPartition, seconds: float) -> list[int]:
+    """The offsets read until 5 arrived or ``seconds`` passed."""
+    deadline, offsets = asyncio.get_running_loop().time() + seconds, list[int]()
+    while len(offsets) < 5 and asyncio.get_running_loop().time() < deadline:
+        found = await consumer.getmany(tp, timeout_ms=200)
+        offsets += [record.offset for record in found.get(tp, [])]
+    return offsets

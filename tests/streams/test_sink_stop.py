@@ -35,7 +35,7 @@ async def test_a_second_cancel_during_the_consumer_stop_still_closes_the_produce
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     Client.stopped = []
-    monkeypatch.setattr(sinks, "AIOKafkaConsumer", Client)
+    monkeypatch.setattr(sinks, "kafka_consumer", lambda settings, *topics, **kwargs: Client(*topics, **kwargs))
     monkeypatch.setattr(sinks, "AIOKafkaProducer", Client)
 
     async def no_store() -> Any:
