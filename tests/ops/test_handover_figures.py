@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 from engine.settings import Settings
+from ops.bench import handover
 from ops.bench.handover import Traffic, results
 
 
@@ -37,3 +40,22 @@ def test_an_events_window_ends_where_the_next_event_starts() -> None:
     assert figures["handover_stop_follower_moved_max_s"] == 0.1
     assert figures["handover_stop_follower_exit_s"] == 0.4 and figures["worker_join_ready_streaming_s"] == 3.0
     assert figures["handover_unanswered"] == 1 and figures["handover_drafts"] == 600
+
+
+async def test_the_drain_waits_while_verdicts_arrive_and_ends_when_they_stop() -> None:
+    """A backlog draining slowly is waited for; a gate that answers nothing more ends the wait early."""
+    traffic = Traffic()
+    traffic.sent = {f"d{n}": (0.0, 0) for n in range(10)}
+
+    async def answer_slowly() -> None:
+        for n in range(8):  # one verdict every 0.1 s for 0.8 s, then silence: d8 and d9 are never answered
+            await asyncio.sleep(0.1)
+            traffic.answered[f"d{n}"] = time.monotonic()
+
+    answering = asyncio.ensure_future(answer_slowly())
+    started = time.monotonic()
+    await handover._drain(traffic, quiet_s=0.3, poll_s=0.01)
+    await answering
+    assert len(traffic.answered) == 8  # it waited well past quiet_s while verdicts kept coming
+    assert traffic.unanswered(time.monotonic()) == 2
+    assert time.monotonic() - started < 5.0  # and gave up once none came for quiet_s
