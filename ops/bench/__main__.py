@@ -334,8 +334,8 @@ def main() -> None:
     """Each benchmark runs in a fresh interpreter: a microbenchmark timed inside a process that has imported
     Faust and the Kafka clients pays for their larger heap in garbage collection (measured: ~60% slower)."""
     started = time.monotonic()
-    for name in ("checks", "gate", "cost", "steps", "ready", "handover", "memory", "metareason", "plexus", "agentv",
-                 "simulate", "experiment", "adapters", "monitor"):  # fmt: skip
+    for name in ("checks", "gate", "cost", "cost_long", "steps", "ready", "handover", "memory", "metareason",
+                 "plexus", "agentv", "simulate", "experiment", "adapters", "monitor"):  # fmt: skip
         print(f"== {name}", flush=True)
         subprocess.run([sys.executable, "-m", f"ops.bench.{name}", *EXTRA_ARGS.get(name, ())], check=True)
     results = json.loads(RESULTS_PATH.read_text(encoding="utf-8"))
