@@ -53,17 +53,15 @@ RUN = "bench-long"
 
 
 def long_events(channel: str, offset: int) -> list[Event]:
-    """``LONG_EVENTS`` events of the Office conversation in ``channel``, looping from row ``offset``; each pass
-    dated after the previous one."""
-    rows = office_rows()
-    base = [_event(row, channel) for row in rows[offset:] + rows[:offset]]
-    span = max(e.ts for e in base if e.ts) - min(e.ts for e in base if e.ts) + timedelta(minutes=1)
+    """``LONG_EVENTS`` events of the Office conversation in ``channel``, looping, from row ``offset`` on; each
+    pass dated after the previous one (the dates only grow)."""
+    base = [_event(row, channel) for row in office_rows()]
+    stamps = [e.ts for e in base if e.ts is not None]
+    span = max(stamps) - min(stamps) + timedelta(minutes=1)
     out: list[Event] = []
-    for i in range(LONG_EVENTS):
-        event = base[i % len(base)]
-        shift = span * (i // len(base))
-        out.append(Event(event.agent_id, event.agent_name, event.text, event.kind, event.channel, event.source,
-                         event.ts + shift if event.ts else None))  # fmt: skip
+    for j in range(offset, offset + LONG_EVENTS):
+        e, shift = base[j % len(base)], span * (j // len(base))
+        out.append(Event(e.agent_id, e.agent_name, e.text, e.kind, e.channel, e.source, e.ts and e.ts + shift))
     return out
 
 
