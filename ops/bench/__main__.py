@@ -91,6 +91,17 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         lambda r: r["cost_sonnet_4d_staged_vs_tinytroupe"] <= 0.5,
     ),
     "cost_sonnet_4d_parallel_vs_tinytroupe": ("side by side ÷ TinyTroupe's strategy, dollars (Sonnet 4.5)", "—", None),
+    "cost_long_sonnet_4d_parallel_sliding_before_usd_per_1k_drafts": (
+        "300-event channels, past the history view's cap, side by side (Sonnet 4.5): $ per 1,000 drafts, view "
+        "before the stepped drops",
+        "—",
+        None,
+    ),
+    "cost_long_sonnet_4d_parallel_sliding_after_usd_per_1k_drafts": (
+        "the same with the stepped view (first 10 kept, old events dropped 20 at a time)",
+        "—",
+        None,
+    ),
     "cost_sonnet_4d_staged_hopping_vs_tinytroupe": (
         "staged, hopping window (DRIFT_GATE_WINDOW=hopping) ÷ TinyTroupe's strategy, dollars (Sonnet 4.5)",
         "—",
