@@ -365,3 +365,18 @@ async def test_the_handler_always_sends_one_record_then_acks(make_processor: Mak
     ]
     assert event.acked
     assert rt.letters == (["internal error while computing directives: the view exploded"] if broken else [])
+
+
+async def test_a_long_channels_interventions_see_its_first_events_and_true_numbers(
+    make_processor: MakeProcessor, message: MakeMessage
+) -> None:
+    processor = make_processor({"default": 9}, {"jim": AgentConfig(anti_convergence_enabled=True)})
+    for n in range(150):  # held: the first 10 and the last 80 (60 forgotten in three steps)
+        processor.view.apply(message(("jim", "pam")[n % 2], f"m{n}"))
+
+    await processor.directives(Step(run_id="r1", step=1, agent_ids=["jim"], channel="sales"), time.monotonic())
+
+    assert isinstance(processor.judge, ScriptedJudge) and processor.judge.log.calls
+    for request in processor.judge.log.calls:  # the intervention window: first 10, last 100
+        assert (request.first_part, request.omitted, len(request.trajectory)) == (10, 60, 90)
+        assert texts(request.trajectory) == [f"m{n}" for n in (*range(10), *range(70, 150))]
