@@ -129,3 +129,13 @@ def test_a_window_wider_than_the_held_events_shows_the_head_and_every_held_recen
     assert first_part + omitted + len(recent) == total  # one marker counts every event not shown
     assert set(shown) <= set(whole)  # never an event the whole history's window would not show
     assert omitted >= whole_omitted and set(recent) <= set(whole[whole_first:] if whole_omitted else whole)
+
+
+@given(st.integers(0, 400), st.integers(0, 10), st.integers(0, 71), st.booleans())
+def test_any_window_that_fits_what_is_held_is_the_window_over_the_whole(
+    total: int, first_n: int, last_n: int, hopping: bool
+) -> None:
+    """docs/gate-design.md "Long conversations": first_n <= 10 and a recent part of at most 71 events."""
+    if hopping and 2 * last_n - 1 > 71:
+        last_n = 36
+    assert held_window(total, first_n, last_n, hopping) == window_events(LONG[:total], first_n, last_n, hopping=hopping)
