@@ -23,7 +23,7 @@ from engine.judges.base import Claim, Judge, JudgeMode, JudgeRequest, JudgeResul
 from engine.models import ZERO_USAGE, Dimension, Event, EventKind, Persona, TokenUsage
 from engine.preconditions import get_precondition
 from engine.propositions import Proposition, PropositionSet, Window, render_claim
-from engine.windows import window_events
+from engine.windows import Gap, window_events
 
 PERFECT = 9
 HARD_PENALTY = 0.8
@@ -36,7 +36,8 @@ class JudgeStrategy(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ScoringTarget:
-    """What is judged. ``events`` is the full history (windowing happens here); ``action`` the judged draft."""
+    """What is judged. ``events`` is the full history (windowing happens here) or, with a ``gap``, the held
+    events of a longer one (engine/windows.py); ``action`` the judged draft."""
 
     target_name: str
     agent_id: str | None = None
@@ -46,6 +47,7 @@ class ScoringTarget:
     variables: Mapping[str, str] = field(default_factory=dict)
     context: Mapping[str, str] = field(default_factory=dict)
     supplementary: str | None = None
+    gap: Gap | None = None
 
     def has_prior_actions(self) -> bool:
         return any(e.kind is EventKind.ACTION and e.agent_id == self.agent_id for e in self.events)
@@ -125,7 +127,9 @@ def _request(
     double: bool,
     share: bool = False,
 ) -> JudgeRequest:
-    events, first_part, omitted = window_events(target.events, window.first_n, window.last_n, hopping=window.hopping)
+    events, first_part, omitted = window_events(
+        target.events, window.first_n, window.last_n, hopping=window.hopping, gap=target.gap
+    )
     mode = JudgeMode.ENUMERATE if pset.dimension is Dimension.IDEAS_QUANTITY else JudgeMode.SCORE
     return JudgeRequest(
         mode=mode,
@@ -241,7 +245,9 @@ async def check_claim(
     """A boolean check of one claim over ``target`` (textual preconditions of interventions).
 
     As in TinyTroupe, the judge sees no persona unless asked (``include_persona``)."""
-    events, first_part, omitted = window_events(target.events, window.first_n, window.last_n, hopping=window.hopping)
+    events, first_part, omitted = window_events(
+        target.events, window.first_n, window.last_n, hopping=window.hopping, gap=target.gap
+    )
     request = JudgeRequest(
         mode=JudgeMode.CHECK,
         claims=(claim,),

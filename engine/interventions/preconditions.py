@@ -67,7 +67,8 @@ def scoring_target(context: StepContext, scope: Scope) -> ScoringTarget:
     variables = {"agent_name": names, "channel_name": context.channel_label()}
     if scope is Scope.CHANNEL:
         label = f"the conversation in {context.channel}" if context.channel else "the conversation"
-        return ScoringTarget(target_name=label, events=tuple(context.trajectory), variables=variables)
+        return ScoringTarget(target_name=label, events=tuple(context.trajectory), variables=variables,
+                             gap=context.gap)  # fmt: skip
     single = context.agent_ids[0] if len(context.agent_ids) == 1 else None
     return ScoringTarget(
         target_name=names,
@@ -115,7 +116,9 @@ def _applies(prop: Proposition | InlineProposition, target: ScoringTarget) -> bo
 def _request(
     mode: JudgeMode, claims: tuple[Claim, ...], target: ScoringTarget, window: Window, persona: Persona | None
 ) -> JudgeRequest:
-    events, first_part, omitted = window_events(target.events, window.first_n, window.last_n, hopping=window.hopping)
+    events, first_part, omitted = window_events(
+        target.events, window.first_n, window.last_n, hopping=window.hopping, gap=target.gap
+    )
     return JudgeRequest(
         mode=mode,
         claims=claims,

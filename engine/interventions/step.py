@@ -24,6 +24,7 @@ from engine.interventions.repetition import repetition_directive
 from engine.interventions.types import StepContext, StepResult
 from engine.judges.base import Judge, JudgeRequest, JudgeResult
 from engine.models import ZERO_USAGE, AgentConfig, Event, Persona, TokenUsage
+from engine.windows import Gap
 
 
 class StepRequestLike(Protocol):
@@ -146,11 +147,13 @@ async def directives_for_step(
     personas: Mapping[str, Persona],
     custom_interventions: Sequence[Intervention],
     deadline_s: float,
+    channel_gap: Gap | None = None,
 ) -> StepResult:
     """Every directive for the agents about to act at ``step`` (see the module docstring for the order).
 
     ``histories`` maps agent ids to their own events, ``channel_trajectory`` is the channel's events in
-    order, ``custom_interventions`` are built once per run (:func:`engine.interventions.build`); those whose
+    order (``channel_gap``: the held events of a longer channel, engine/windows.py), ``custom_interventions``
+    are built once per run (:func:`engine.interventions.build`); those whose
     targets do not act at this step are skipped. Agents without a config get :class:`AgentConfig` defaults
     (every correction off).
     """
@@ -163,6 +166,7 @@ async def directives_for_step(
         histories=histories,
         trajectory=tuple(channel_trajectory),
         configs=configs,
+        gap=channel_gap,
     )
     repeated = repetition_pass(context)
     interventions = [*builtin_interventions(context.agent_ids, configs), *custom_interventions]

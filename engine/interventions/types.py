@@ -8,6 +8,7 @@ from enum import StrEnum
 
 from engine.errors import ConfigurationError
 from engine.models import ZERO_USAGE, AgentConfig, Event, EventKind, Persona, TokenUsage
+from engine.windows import Gap
 
 
 class DirectiveKind(StrEnum):
@@ -46,7 +47,8 @@ class StepContext:
     """What an intervention sees at one orchestrator step, before the agents in ``agent_ids`` act.
 
     ``histories`` holds each agent's own events (its actions and the stimuli it received); ``trajectory`` is
-    the channel's events in order. Maps may cover more agents than ``agent_ids``: :meth:`narrow` restricts
+    the channel's events in order, with ``gap`` the held events of a longer channel (engine/windows.py).
+    Maps may cover more agents than ``agent_ids``: :meth:`narrow` restricts
     the targets without copying the maps.
     """
 
@@ -58,6 +60,7 @@ class StepContext:
     histories: Mapping[str, Sequence[Event]] = field(default_factory=dict)
     trajectory: Sequence[Event] = ()
     configs: Mapping[str, AgentConfig] = field(default_factory=dict)
+    gap: Gap | None = None
 
     def narrow(self, agent_ids: Sequence[str]) -> StepContext:
         """The same step seen by ``agent_ids`` only."""

@@ -91,6 +91,17 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         lambda r: r["cost_sonnet_4d_staged_vs_tinytroupe"] <= 0.5,
     ),
     "cost_sonnet_4d_parallel_vs_tinytroupe": ("side by side ÷ TinyTroupe's strategy, dollars (Sonnet 4.5)", "—", None),
+    "cost_long_sonnet_4d_parallel_sliding_before_usd_per_1k_drafts": (
+        "300-event channels, past the history view's cap, side by side (Sonnet 4.5): $ per 1,000 drafts, view "
+        "before the stepped drops",
+        "—",
+        None,
+    ),
+    "cost_long_sonnet_4d_parallel_sliding_after_usd_per_1k_drafts": (
+        "the same with the stepped view (first 10 kept, old events dropped 20 at a time)",
+        "—",
+        None,
+    ),
     "cost_sonnet_4d_staged_hopping_vs_tinytroupe": (
         "staged, hopping window (DRIFT_GATE_WINDOW=hopping) ÷ TinyTroupe's strategy, dollars (Sonnet 4.5)",
         "—",
@@ -334,8 +345,8 @@ def main() -> None:
     """Each benchmark runs in a fresh interpreter: a microbenchmark timed inside a process that has imported
     Faust and the Kafka clients pays for their larger heap in garbage collection (measured: ~60% slower)."""
     started = time.monotonic()
-    for name in ("checks", "gate", "cost", "steps", "ready", "handover", "memory", "metareason", "plexus", "agentv",
-                 "simulate", "experiment", "adapters", "monitor"):  # fmt: skip
+    for name in ("checks", "gate", "cost", "cost_long", "steps", "ready", "handover", "memory", "metareason",
+                 "plexus", "agentv", "simulate", "experiment", "adapters", "monitor"):  # fmt: skip
         print(f"== {name}", flush=True)
         subprocess.run([sys.executable, "-m", f"ops.bench.{name}", *EXTRA_ARGS.get(name, ())], check=True)
     results = json.loads(RESULTS_PATH.read_text(encoding="utf-8"))

@@ -29,6 +29,7 @@ from engine.errors import DriftError, PayloadError
 from engine.models import Event, EventKind
 from engine.retry import Backoff, RetryCounter, RetryPolicy, no_count, retrying
 from engine.settings import Settings
+from engine.stepped_log import Held, SteppedLog, merge_logs
 from streams.runtime.fetchwait import kafka_consumer
 from streams.wire.kafka import start_with_retry
 from streams.wire.payloads import Message, decode
@@ -41,6 +42,10 @@ HISTORY_BACKOFF = Backoff(0.5, 5.0)
 #: Events kept per agent (its actions, stimuli it received: the intervention window's last_n) and per
 #: (run, channel); the least recently written agents and channels beyond MAX_* are forgotten.
 AGENT_KEPT, CHANNEL_KEPT, MAX_AGENTS, MAX_CHANNELS = 100, 100, 20_000, 5_000
+#: A channel past CHANNEL_KEPT events keeps its first CHANNEL_HEAD (the judge windows' first part: 5 at the
+#: gate, 10 for interventions) and forgets the CHANNEL_STEP oldest after them at once (engine/stepped_log.py),
+#: so it holds 71 to 90 recent events and what the gate's judge sees grows append-only across the cap.
+CHANNEL_HEAD, CHANNEL_STEP = 10, 20
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -92,6 +97,19 @@ class _Events(deque[_Stored]):
         self.newest = max(self.newest, at)
 
 
+class _ChannelEvents(SteppedLog[_Stored]):
+    """A channel's first events and its recent ones, dropped in steps, and the time of its newest event."""
+
+    __slots__ = ("newest",)
+
+    def __init__(self, cap: int, head: int, step: int) -> None:
+        super().__init__(cap, head, step)
+        self.newest = 0.0
+
+    def stamp(self, at: float) -> None:
+        self.newest = max(self.newest, at)
+
+
 class _AgentEvents(_Events):
     """An agent's bounded recent events plus the set of their message ids, for an O(1) duplicate check."""
 
@@ -109,19 +127,24 @@ class _AgentEvents(_Events):
 class HistoryView:
     """Recent committed events in arrival order, per agent and per (run, channel); events without a run id
     belong to every run. A message id seen again for its agent is ignored (at-least-once delivery); a stimulus
-    broadcast to several recipients of a channel appears once in the channel's trajectory. With ``max_age_s``,
+    broadcast to several recipients of a channel appears once in the channel's trajectory. A channel keeps at
+    most ``channel_kept`` events: its first ``channel_head`` and its recent ones, the oldest of which it forgets
+    ``channel_step`` at a time (:meth:`conversation` says where and how many). With ``max_age_s``,
     an event dated (``ts``) more than that long ago is not recorded: a replay of old history (a worker starting)
     does not fill the view with agents the idle eviction would drop anyway."""
 
     def __init__(
         self, *, agent_kept: int = AGENT_KEPT, channel_kept: int = CHANNEL_KEPT,
         max_agents: int = MAX_AGENTS, max_channels: int = MAX_CHANNELS, max_age_s: float | None = None,
+        channel_head: int = CHANNEL_HEAD, channel_step: int = CHANNEL_STEP,
     ) -> None:  # fmt: skip
         self.agent_kept, self.channel_kept = agent_kept, channel_kept
+        self.channel_head = min(channel_head, channel_kept - 1)  # (a small view, in tests)
+        self.channel_step = max(min(channel_step, channel_kept - self.channel_head), 1)
         self.max_agents, self.max_channels = max_agents, max_channels
         self.max_age_s = max_age_s
         self._agents: OrderedDict[str, _AgentEvents] = OrderedDict()
-        self._channels: OrderedDict[tuple[str | None, str], _Events] = OrderedDict()
+        self._channels: OrderedDict[tuple[str | None, str], _ChannelEvents] = OrderedDict()
         self._seq = 0
 
     def apply(self, message: Message) -> bool:
@@ -145,11 +168,14 @@ class HistoryView:
         own.stamp(at)
         if event.channel is not None:
             key = (run_id, event.channel)
-            shared = lru_touch(self._channels, key, lambda: _Events(self.channel_kept), self.max_channels)
+            shared = lru_touch(self._channels, key, self._channel_events, self.max_channels)
             shared.stamp(at)
             if not _broadcast_copy(shared, stored.event):
                 shared.append(stored)
         return True
+
+    def _channel_events(self) -> _ChannelEvents:
+        return _ChannelEvents(self.channel_kept, self.channel_head, self.channel_step)
 
     def drop_idle(self, before: float) -> int:
         """Forget the agents and channels whose newest event is older than ``before`` (epoch seconds; events are
@@ -173,21 +199,33 @@ class HistoryView:
     def trajectory(
         self, run_id: str | None, channel: str | None, agent_ids: Sequence[str], *, exclude: str | None = None
     ) -> list[Event]:
-        """The channel's last events in ``run_id`` (and of no run); without a channel, the agents' direct
-        events. ``exclude``: a message id left out (a redelivered draft never sees its own commit)."""
+        """The channel's last events in ``run_id`` (and of no run), at most ``channel_kept``: past the first
+        forgotten one, those after it (contiguous); without a channel, the agents' direct events. ``exclude``: a
+        message id left out (a redelivered draft never sees its own commit)."""
         if channel is None:
             parts = [
                 [s for s in self._agents.get(a, ()) if s.event.channel is None and _in_run(s, run_id)]
                 for a in dict.fromkeys(agent_ids)
             ]
-        else:
-            keys = dict.fromkeys([(run_id, channel), (None, channel)])  # once when run_id is None
-            parts = [list(self._channels.get(key, ())) for key in keys]
-        merged = [s for s in heapq.merge(*parts, key=lambda s: s.seq) if s.message_id != exclude]
-        return [s.event for s in merged[-self.channel_kept :]]
+            merged = [s for s in heapq.merge(*parts, key=lambda s: s.seq) if s.message_id != exclude]
+            return [s.event for s in merged[-self.channel_kept :]]
+        held = self._channel(run_id, channel, exclude).after_gap()
+        return [s.event for s in held[-self.channel_kept :]]
+
+    def conversation(self, run_id: str | None, channel: str, *, exclude: str | None = None) -> Held[Event]:
+        """The channel's events in ``run_id`` (and of no run) that the view holds, with the gap of those it
+        has forgotten (engine/windows.py windows over the whole conversation with it); ``exclude`` as above."""
+        held = self._channel(run_id, channel, exclude)
+        return Held(tuple(s.event for s in held.items), held.gap)
+
+    def _channel(self, run_id: str | None, channel: str, exclude: str | None) -> Held[_Stored]:
+        keys = dict.fromkeys([(run_id, channel), (None, channel)])  # once when run_id is None
+        logs = [log for key in keys if (log := self._channels.get(key)) is not None]
+        held = merge_logs(logs, lambda s: s.seq)
+        return held.keep(lambda s: s.message_id != exclude) if exclude is not None else held
 
 
-def _broadcast_copy(buffer: deque[_Stored], event: Event) -> bool:
+def _broadcast_copy(buffer: _ChannelEvents, event: Event) -> bool:
     """Whether ``event`` is a stimulus already recorded since the channel's last action (a broadcast)."""
     if event.kind is not EventKind.STIMULUS:
         return False

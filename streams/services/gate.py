@@ -35,6 +35,7 @@ from engine.library import PropositionLibrary
 from engine.models import AgentConfig, Event, Persona
 from engine.scoring import ScoringTarget
 from engine.settings import Settings
+from engine.stepped_log import Held
 from streams.runtime.eviction import unknown_earlier_attempts
 from streams.runtime.history import HistoryView
 from streams.runtime.output import all_delivered
@@ -167,18 +168,23 @@ def _persona(library: PropositionLibrary, draft: Draft) -> Persona | None:
     return persona
 
 
-def conversation(deps: GateDeps, draft: Draft, recent: list[dict[str, Any]], name: str) -> tuple[Event, ...]:
+def conversation(deps: GateDeps, draft: Draft, recent: list[dict[str, Any]], name: str) -> Held[Event]:
     """The action-level trajectory: the draft's channel (or, for a direct message, the agent's direct events)
-    as the agent saw it — other agents' messages and stimuli included — without the draft's own commit.
+    as the agent saw it — other agents' messages and stimuli included — without the draft's own commit; a long
+    channel's with the gap of the events the view has forgotten (the judge's window spans it).
     A worker whose view has nothing yet (just started) falls back to the agent's own recent commits."""
-    events = deps.view.trajectory(draft.run_id, draft.channel, (draft.agent_id,), exclude=draft.draft_id)
-    if events:
-        return tuple(events)
-    return tuple(Event(draft.agent_id, name, r["text"], channel=r.get("channel")) for r in recent)
+    if draft.channel is not None:
+        held = deps.view.conversation(draft.run_id, draft.channel, exclude=draft.draft_id)
+    else:
+        held = Held(tuple(deps.view.trajectory(draft.run_id, None, (draft.agent_id,), exclude=draft.draft_id)))
+    if held.items:
+        return held
+    return Held(tuple(Event(draft.agent_id, name, r["text"], channel=r.get("channel")) for r in recent))
 
 
 def _target(deps: GateDeps, draft: Draft, recent: list[dict[str, Any]], persona: Persona | None) -> ScoringTarget:
     name = draft.agent_name or (persona.name if persona else draft.agent_id)
+    held = conversation(deps, draft, recent, name)
     variables = {"agent_name": name, "action": draft.text}
     if draft.channel:
         variables["channel_name"] = draft.channel
@@ -188,7 +194,8 @@ def _target(deps: GateDeps, draft: Draft, recent: list[dict[str, Any]], persona:
         target_name=name,
         agent_id=draft.agent_id,
         persona=persona,
-        events=conversation(deps, draft, recent, name),
+        events=held.items,
+        gap=held.gap,
         action=draft.text,
         variables=variables,
         context={"agent_id": draft.agent_id},  # has_prior_actions counts this agent's actions only

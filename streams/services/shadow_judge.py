@@ -36,6 +36,7 @@ from engine.pricing import PriceTable
 from engine.scoring import ScoringTarget
 from engine.settings import Settings
 from engine.shadow import Shadow
+from engine.stepped_log import Held
 from streams.runtime.history import HistoryView
 from streams.services.candidates import Candidates
 from streams.services.configs import ConfigCache
@@ -130,9 +131,13 @@ class CandidateJudge:
             variables["channel_name"] = draft.channel
         if draft.recipient:
             variables["recipient_name"] = draft.recipient
-        events = self.view.trajectory(draft.run_id, draft.channel, (draft.agent_id,), exclude=draft.draft_id)
-        return ScoringTarget(target_name=name, agent_id=draft.agent_id, persona=persona,
-                             events=tuple(_before(events, received)), action=draft.text, variables=variables,
+        if draft.channel is not None:  # a long channel's with the gap of what the view forgot, as at the gate
+            held = self.view.conversation(draft.run_id, draft.channel, exclude=draft.draft_id)
+        else:
+            held = Held(tuple(self.view.trajectory(draft.run_id, None, (draft.agent_id,), exclude=draft.draft_id)))
+        held = held.keep(lambda e: e.ts is None or e.ts < received)
+        return ScoringTarget(target_name=name, agent_id=draft.agent_id, persona=persona, events=held.items,
+                             gap=held.gap, action=draft.text, variables=variables,
                              context={"agent_id": draft.agent_id})  # fmt: skip
 
 

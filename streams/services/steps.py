@@ -28,6 +28,7 @@ from engine.judges.base import Judge
 from engine.library import PropositionLibrary
 from engine.models import AgentConfig, Persona
 from engine.settings import Settings
+from engine.stepped_log import Held
 from streams.runtime.dispatch import KeyedDispatcher
 from streams.runtime.faust_app import DriftApp, decoded_events, raw_topic
 from streams.runtime.history import HistoryFeed, HistoryView, lru_touch, record_key
@@ -124,11 +125,14 @@ class StepProcessor:
         await self.configs.ensure(agents)
         configs: dict[str, AgentConfig] = {a: self.configs.get(a) for a in agents}
         histories = {a: self.view.history(a, step.run_id) for a in agents}
-        trajectory = self.view.trajectory(step.run_id, step.channel, agents)
+        if step.channel is not None:  # a long channel's first events and recent ones, with the gap between
+            held = self.view.conversation(step.run_id, step.channel)
+        else:
+            held = Held(tuple(self.view.trajectory(step.run_id, None, agents)))
         remaining = max(deadline_s - (time.monotonic() - received), 0.0)
         result = await directives_for_step(
-            self.judge, step, configs, histories, trajectory, self._personas(agents),
-            self.custom.for_agents(agents), remaining,
+            self.judge, step, configs, histories, held.items, self._personas(agents),
+            self.custom.for_agents(agents), remaining, held.gap,
         )  # fmt: skip
         for agent_id, kind, error in result.errors:
             log.warning("step %s#%d: %s for %s failed: %s", step.run_id, step.step, kind, agent_id, error)

@@ -132,3 +132,20 @@ async def test_the_first_judged_draft_waits_for_the_history_replay_once() -> Non
     assert len(calls) == 2 and all(0 < t <= 2.0 for t in calls)  # bounded, and never again once caught up
     trajectories = [[e.text for e in r.trajectory] for r in requests_of(judge, "suitability")]
     assert trajectories[1:] == [["Replayed from the topic."]] * 3
+
+
+async def test_past_the_views_cap_the_judge_sees_the_conversations_first_events_and_true_numbers() -> None:
+    """250 events in the channel: the view holds 10 + 71..90 of them; the judge sees what it would see over the
+    whole conversation (the first 5, 235 omitted, the last 10 numbered #241-#250), on the gate's real path."""
+    judge = uniform_judge(9)
+    deps = make_deps(judge)
+    for n in range(250):
+        deps.view.apply(message(n, ("jim", "pam", "michael")[n % 3], f"line {n}"))
+    assert len(deps.view.trajectory("r1", "#general", [])) < 100  # bounded: the view forgot old events
+    await judge_attempt(deps, draft())
+    (request,) = requests_of(judge, "suitability")
+    assert (len(request.trajectory), request.first_part, request.omitted) == (15, 5, 235)
+    assert [e.text for e in request.trajectory] == [f"line {n}" for n in (*range(5), *range(240, 250))]
+    variable = build_prompt(request).conversation() + build_prompt(request).draft
+    assert re.search(r"\[event #250, [0-9T:Z-]+] Jim acts: \[MESSAGE\] line 249\n", variable)
+    assert "the judged action is event #251" in variable

@@ -19,6 +19,7 @@ from engine.judges.scripted import ScriptedJudge
 from engine.library import PropositionLibrary
 from engine.models import AgentConfig, EventKind
 from engine.settings import BUNDLED_PROPOSITIONS, Settings
+from engine.windows import Gap
 from streams.runtime.history import HistoryFeed, HistoryView, event_of
 from streams.services.configs import ConfigCache
 from streams.services.stats import GateStats
@@ -90,6 +91,25 @@ def test_channel_trajectory_merges_run_and_runless_events_in_arrival_order(messa
     for text in ("d", "e"):
         view.apply(message("pam", text))
     assert texts(view.trajectory("r1", "sales", [])) == ["b", "c", "d", "e"]  # the last channel_kept
+
+
+def test_a_long_channel_keeps_its_first_events_and_drops_old_ones_in_steps(message: MakeMessage) -> None:
+    view = HistoryView()
+    for n in range(100):
+        view.apply(message("jim", f"m{n}"))
+    below = view.conversation("r1", "sales")
+    assert texts(below.items) == [f"m{n}" for n in range(100)] and below.gap is None  # below the cap: all
+    assert texts(view.trajectory("r1", "sales", [])) == texts(below.items)
+    view.apply(message("pam", "m100"))  # one past the cap: the 20 oldest after the first 10 go at once
+    held = view.conversation("r1", "sales")
+    assert texts(held.items) == [f"m{n}" for n in (*range(10), *range(30, 101))] and held.gap == Gap(10, 20)
+    assert texts(view.trajectory("r1", "sales", [])) == [f"m{n}" for n in range(30, 101)]  # contiguous
+    for n in range(101, 120):
+        view.apply(message("pam", f"m{n}"))
+    assert view.conversation("r1", "sales").items[: len(held.items)] == held.items  # append-only to the step
+    view.apply(message("pam", "run-less", run_id=None))
+    merged = view.conversation("r1", "sales", exclude=None)
+    assert texts(merged.items)[-1] == "run-less" and merged.gap == Gap(10, 20)
 
 
 def test_direct_trajectory_is_the_acting_agents_events_without_a_channel(message: MakeMessage) -> None:
@@ -345,3 +365,18 @@ async def test_the_handler_always_sends_one_record_then_acks(make_processor: Mak
     ]
     assert event.acked
     assert rt.letters == (["internal error while computing directives: the view exploded"] if broken else [])
+
+
+async def test_a_long_channels_interventions_see_its_first_events_and_true_numbers(
+    make_processor: MakeProcessor, message: MakeMessage
+) -> None:
+    processor = make_processor({"default": 9}, {"jim": AgentConfig(anti_convergence_enabled=True)})
+    for n in range(150):  # held: the first 10 and the last 80 (60 forgotten in three steps)
+        processor.view.apply(message(("jim", "pam")[n % 2], f"m{n}"))
+
+    await processor.directives(Step(run_id="r1", step=1, agent_ids=["jim"], channel="sales"), time.monotonic())
+
+    assert isinstance(processor.judge, ScriptedJudge) and processor.judge.log.calls
+    for request in processor.judge.log.calls:  # the intervention window: first 10, last 100
+        assert (request.first_part, request.omitted, len(request.trajectory)) == (10, 60, 90)
+        assert texts(request.trajectory) == [f"m{n}" for n in (*range(10), *range(70, 150))]
