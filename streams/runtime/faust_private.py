@@ -187,12 +187,13 @@ def fetch_max_wait(fetcher: Any) -> int:
 _watched: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
-def on_fetch_responses(fetcher: Any, observe: Callable[[list[Any], set[Any]], int | None]) -> None:
+def on_fetch_responses(fetcher: Any, observe: Callable[[list[Any], set[Any]], int | None]) -> bool:
     """After each fetch response the fetcher handles, ``observe(asked, unread)`` gets the partitions the request
     asked for and those that came back without records though the broker reports records past the fetch
-    offset; a wait it returns becomes the fetcher's max wait (streams.runtime.fetchwait). Installed once."""
+    offset; a wait it returns becomes the fetcher's max wait (streams.runtime.fetchwait). Installed once: False
+    if an observer was already installed."""
     if fetcher in _watched:
-        return
+        return False
     _watched.add(fetcher)
     handle = fetcher._proc_fetch_request
 
@@ -205,6 +206,7 @@ def on_fetch_responses(fetcher: Any, observe: Callable[[list[Any], set[Any]], in
         return result
 
     fetcher._proc_fetch_request = handled
+    return True
 
 
 def _unread(fetcher: Any, state: Any, tp: Any, offset: int) -> bool:

@@ -22,7 +22,8 @@ wait on this broker). Kafka answers such a fetch with records, so there the wait
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+import time
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
@@ -32,6 +33,7 @@ from streams.runtime import faust_private as private
 from streams.wire.kafka import consumer_kwargs
 
 log = logging.getLogger(__name__)
+Clock = Callable[[], float]
 
 #: responses in a row that leave a partition's records unread before the wait doubles
 STREAK = 3
@@ -42,20 +44,29 @@ MAX_WAIT_MS = 2_000
 class FetchWait:
     """The fetch wait of one consumer, raised when the broker keeps answering without the records it has."""
 
-    def __init__(self, wait_ms: int, *, streak: int = STREAK, max_wait_ms: int = MAX_WAIT_MS) -> None:
+    def __init__(
+        self, wait_ms: int, *, streak: int = STREAK, max_wait_ms: int = MAX_WAIT_MS, clock: Clock = time.monotonic
+    ) -> None:
         self.wait_ms = wait_ms
         self.streak = streak
         self.max_wait_ms = max_wait_ms
+        self._clock = clock
         self._streaks: dict[Any, int] = {}
+        #: partition -> since when every response left its records unread (replaced whole: read from other threads)
+        self.unread_since: Mapping[Any, float] = {}
 
     def observe(self, asked: Collection[Any], unread: Collection[Any]) -> int | None:
         """One fetch response: the partitions it ``asked`` for, and those of them that came back ``unread``
         (no records, though the broker reports records past the fetch offset). The new wait, or None."""
+        since = dict(self.unread_since)
         for tp in asked:
             if tp in unread:
                 self._streaks[tp] = self._streaks.get(tp, 0) + 1
+                since.setdefault(tp, self._clock())
             else:
                 self._streaks.pop(tp, None)
+                since.pop(tp, None)
+        self.unread_since = since
         stuck = [tp for tp, n in self._streaks.items() if n >= self.streak]
         if not stuck or self.wait_ms >= self.max_wait_ms:
             return None
@@ -68,12 +79,30 @@ class FetchWait:
         )  # fmt: skip
         return self.wait_ms
 
+    def stuck(self, bound_s: float, topic: str | None = None) -> str | None:
+        """Why a consumer reads nothing although records wait: partitions (of ``topic``, if given) whose every
+        fetch response has come back without their records for ``bound_s`` or longer; None if none has."""
+        now = self._clock()
+        late = sorted((tp for tp, since in self.unread_since.items() if now - since >= bound_s and
+                       (topic is None or tp.topic == topic)), key=lambda tp: (tp.topic, tp.partition))  # fmt: skip
+        if not late:
+            return None
+        names = ", ".join(f"{tp.topic}[{tp.partition}]" for tp in late)
+        lasted = max(now - self.unread_since[tp] for tp in late)
+        return (
+            f"the broker answers every fetch of {names} without its records (for {lasted:.0f} s, fetch wait "
+            f"{self.wait_ms} ms; docs/known-issues.md: a partition the embedded broker cannot list)"
+        )
 
-def watch(kafka_consumer: Any) -> None:
-    """Install a :class:`FetchWait` on a started aiokafka consumer (once; a no-op before it starts)."""
+
+def watch(kafka_consumer: Any) -> FetchWait | None:
+    """Install a :class:`FetchWait` on a started aiokafka consumer (once; a no-op before it starts, or if one is
+    installed). The one installed now, or None."""
     fetcher = private.kafka_fetcher(kafka_consumer)
-    if fetcher is not None:
-        private.on_fetch_responses(fetcher, FetchWait(private.fetch_max_wait(fetcher)).observe)
+    if fetcher is None:
+        return None
+    wait = FetchWait(private.fetch_max_wait(fetcher))
+    return wait if private.on_fetch_responses(fetcher, wait.observe) else None
 
 
 class KafkaConsumer(AIOKafkaConsumer):  # type: ignore[misc]

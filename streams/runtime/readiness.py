@@ -8,7 +8,9 @@ the restore`` — with the seconds it has lasted, for ``/health``. The app
 (:class:`streams.runtime.faust_app.DriftApp`) feeds it Faust's rebalance hooks; :meth:`Readiness.watch` logs
 one warning line when a step outlasts the bound (``DRIFT_READY_BOUND_S``), and ``/health`` then reports the
 worker not ready with that reason even after it was ready once (a rebalance that never ends is a worker that
-does not gate).
+does not gate). So does a worker through its rebalance whose consumer has fetched a partition for the bound
+without getting the records the broker reports past its position (:func:`unread`: the embedded broker's
+listing limit, docs/known-issues.md): it owns the partition and gates nothing there.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import logging
 import time
 from collections.abc import Callable
 from typing import Any
+
+from streams.runtime import faust_private as private
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +73,7 @@ class Readiness:
         rebalance leaves the worker ready)."""
         current = self.phase(app)
         if current is None:
-            return None
+            return unread(app, self.bound_s)
         what, since = current
         lasted = (self._clock() if now is None else now) - since
         if self.recovered_once and lasted < self.bound_s:
@@ -83,11 +87,11 @@ class Readiness:
             self.check(app)
 
     def check(self, app: Any) -> str | None:
-        """The warning logged now, if any (a phase just past the bound, not warned about yet)."""
+        """The warning logged now, if any (a phase just past the bound, or partitions the broker answers without
+        their records, not warned about yet)."""
         current = self.phase(app)
         if current is None:
-            self._warned = None
-            return None
+            return self._warn_unread(app)
         what, since = current
         lasted = self._clock() - since
         key = what.split(":")[0]
@@ -97,6 +101,23 @@ class Readiness:
         line = f"worker not ready after {lasted:.0f} s (DRIFT_READY_BOUND_S={self.bound_s:g}): {what}"
         log.warning(line)
         return line
+
+    def _warn_unread(self, app: Any) -> str | None:
+        reason = unread(app, self.bound_s)
+        if reason is None or self._warned == "unread":
+            self._warned = None if reason is None else self._warned
+            return None
+        self._warned = "unread"
+        line = f"worker not gating: {reason}"
+        log.warning(line)
+        return line
+
+
+def unread(app: Any, bound_s: float) -> str | None:
+    """Partitions the worker's consumer has fetched for ``bound_s`` without getting the records the broker
+    reports past its position (streams.runtime.fetchwait): it owns them, says ready, and gates nothing there."""
+    wait = getattr(private.consumer_thread(app.consumer), "fetch_wait", None)
+    return None if wait is None else wait.stuck(bound_s)
 
 
 def restoring(remaining: Any, app_id: str) -> str:

@@ -38,6 +38,7 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
 
     class ConsumerThread(OrderlyClose, faust_aiokafka.AIOKafkaConsumerThread):
         _probe: AIOKafkaConsumer | None = None
+        fetch_wait: fetchwait.FetchWait | None = None  # the worker consumer's (its /health reads it)
         leader_leaves = settings.group_leader_leaves
         skipped: collections.deque[SkippedBatch]  # undecodable batches, reported by FastLanes (thread-safe)
 
@@ -45,9 +46,7 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
             wanted = requested_partitions(active_partitions)
             if wanted is not None and not wanted:
                 return {}  # nothing is active: aiokafka would read an empty request as "every partition"
-            if (fetcher := private.kafka_fetcher(consumer)) is not None:
-                guard_fetcher(fetcher, self.skipped)  # a bad batch is skipped, never raised
-                fetchwait.watch(consumer)  # a wait that grows when the broker cannot list a partition in time
+            install_guards(self, consumer)
             try:
                 request = active_partitions if wanted is None else wanted
                 return await super()._fetch_records(consumer, request, *args, **kwargs)
@@ -85,6 +84,16 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
 
     Transport.Consumer = Consumer
     return Transport
+
+
+def install_guards(thread: Any, consumer: Any) -> None:
+    """The worker consumer's fetcher guards, installed once it exists: a bad batch is skipped, never raised
+    (streams.runtime.undecodable), and a fetch wait grows when the broker cannot list a partition in time
+    (streams.runtime.fetchwait; ``thread.fetch_wait``, which ``/health`` reads)."""
+    if (fetcher := private.kafka_fetcher(consumer)) is not None:
+        guard_fetcher(fetcher, thread.skipped)
+        if (wait := fetchwait.watch(consumer)) is not None:
+            thread.fetch_wait = wait
 
 
 class OrderlyClose:

@@ -50,3 +50,16 @@ def test_the_wait_stops_growing_at_its_bound() -> None:
 
 def test_a_zero_wait_grows_too() -> None:
     assert FetchWait(0, streak=1).observe([A], {A}) == 2
+
+
+def test_how_long_a_partition_has_gone_unread_survives_the_raises_and_ends_with_a_read() -> None:
+    now = [0.0]
+    wait = FetchWait(10, streak=1, clock=lambda: now[0])
+    wait.observe([A, B], {A})  # raised to 20 ms: the streak starts again, the time unread does not
+    now[0] = 40.0
+    wait.observe([A, B], {A, B})
+    assert wait.stuck(30.0) is not None and "drafts[0]" in (wait.stuck(30.0) or "")
+    assert "drafts[1]" not in (wait.stuck(30.0) or "")  # unread for 0 s only
+    assert wait.stuck(30.0, topic="messages") is None
+    wait.observe([A], set())
+    assert wait.stuck(30.0) is None

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from streams.runtime.fetchwait import FetchWait
 from streams.runtime.readiness import Readiness
 
 
@@ -25,9 +26,11 @@ class Clock:
         return self.now
 
 
-def app(remaining: dict[TP, int] | None = None) -> Any:
+def app(remaining: dict[TP, int] | None = None, fetch_wait: FetchWait | None = None) -> Any:
     recovery = SimpleNamespace(in_recovery=remaining is not None, active_remaining=lambda: Counter(remaining or {}))
-    return SimpleNamespace(tables=SimpleNamespace(recovery=recovery), conf=SimpleNamespace(id="persona-drift-x"))
+    consumer = SimpleNamespace(_thread=SimpleNamespace(fetch_wait=fetch_wait))  # Faust's consumer and its thread
+    return SimpleNamespace(tables=SimpleNamespace(recovery=recovery), conf=SimpleNamespace(id="persona-drift-x"),
+                           consumer=consumer)  # fmt: skip
 
 
 def test_each_phase_is_named_with_how_long_it_has_lasted() -> None:
@@ -82,3 +85,32 @@ def test_one_warning_line_per_phase_past_the_bound(caplog: pytest.LogCaptureFixt
         "worker not ready after 31 s (DRIFT_READY_BOUND_S=30): restoring tables: 5 changelog records left "
         "(largest: recent-messages[1] 5)"
     )
+
+
+def test_a_ready_worker_whose_fetches_come_back_without_the_records_says_so_once_past_the_bound(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The embedded broker's listing limit (docs/known-issues.md): the worker owns the partition, is through its
+    rebalance, and gates nothing there; /health says why, and one warning line."""
+    clock = Clock()
+    readiness = Readiness(30.0, clock)
+    readiness.rebalance_started()
+    readiness.assigned()
+    readiness.rebalance_ended()
+    drafts, other = TP("drafts", 1), TP("drafts", 2)
+    wait = FetchWait(2000, clock=clock)  # at its bound already: it cannot grow any more
+    worker = app(fetch_wait=wait)
+    wait.observe([drafts, other], {drafts})
+    clock.now += 29
+    wait.observe([drafts, other], {drafts})
+    assert readiness.waiting_for(worker) is None  # not for long enough yet
+    clock.now += 2
+    reason = "the broker answers every fetch of drafts[1] without its records (for 31 s, fetch wait 2000 ms"
+    assert (readiness.waiting_for(worker) or "").startswith(reason)
+    with caplog.at_level(logging.WARNING):
+        assert readiness.check(worker) is not None
+        assert readiness.check(worker) is None  # once
+    assert caplog.text.count("worker not gating: the broker answers every fetch of drafts[1]") == 1
+    wait.observe([drafts], set())  # records again
+    assert readiness.waiting_for(worker) is None
+    assert readiness.check(worker) is None
