@@ -63,7 +63,7 @@ class DriftApp(faust.App):
         self.skipped = skipped
         self.restore = restore
         self.fast_lanes: dict[str, FastLane] = {}
-        self.readiness = Readiness(settings.ready_bound_s)  # why it does not gate yet (/health, one log line)
+        self.readiness = Readiness(settings.ready_bound_s, gated=settings.topic("drafts"))  # why it does not gate
         self._before_closing: list[Callable[[], Awaitable[None]]] = []
 
     def add_fast_lane(self, topic: str, lane: FastLane) -> None:

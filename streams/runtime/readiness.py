@@ -31,8 +31,9 @@ Clock = Callable[[], float]
 class Readiness:
     """The group phase of one worker's app (Faust's ``rebalancing`` flag, its recovery, the hooks below)."""
 
-    def __init__(self, bound_s: float, clock: Clock = time.monotonic) -> None:
+    def __init__(self, bound_s: float, clock: Clock = time.monotonic, gated: str | None = None) -> None:
         self.bound_s = bound_s
+        self.gated = gated  # the topic whose unread partitions make the worker not ready (drafts; None: any)
         self._clock = clock
         self.started_at = clock()
         self.rebalance_started_at: float | None = None  # the latest rebalance began (None: none yet)
@@ -73,7 +74,7 @@ class Readiness:
         rebalance leaves the worker ready)."""
         current = self.phase(app)
         if current is None:
-            return unread(app, self.bound_s)
+            return unread(app, self.bound_s, self.gated)
         what, since = current
         lasted = (self._clock() if now is None else now) - since
         if self.recovered_once and lasted < self.bound_s:
@@ -103,7 +104,7 @@ class Readiness:
         return line
 
     def _warn_unread(self, app: Any) -> str | None:
-        reason = unread(app, self.bound_s)
+        reason = unread(app, self.bound_s, self.gated)
         if reason is None or self._warned == "unread":
             self._warned = None if reason is None else self._warned
             return None
@@ -113,11 +114,11 @@ class Readiness:
         return line
 
 
-def unread(app: Any, bound_s: float) -> str | None:
-    """Partitions the worker's consumer has fetched for ``bound_s`` without getting the records the broker
-    reports past its position (streams.runtime.fetchwait): it owns them, says ready, and gates nothing there."""
+def unread(app: Any, bound_s: float, topic: str | None = None) -> str | None:
+    """Partitions (of ``topic``) the worker's consumer has fetched for ``bound_s`` without getting the records the
+    broker reports past its position (streams.runtime.fetchwait): it owns them and gates nothing there."""
     wait = getattr(private.consumer_thread(app.consumer), "fetch_wait", None)
-    return None if wait is None else wait.stuck(bound_s)
+    return None if wait is None else wait.stuck(bound_s, topic)
 
 
 def restoring(remaining: Any, app_id: str) -> str:

@@ -93,16 +93,16 @@ def test_a_ready_worker_whose_fetches_come_back_without_the_records_says_so_once
     """The embedded broker's listing limit (docs/known-issues.md): the worker owns the partition, is through its
     rebalance, and gates nothing there; /health says why, and one warning line."""
     clock = Clock()
-    readiness = Readiness(30.0, clock)
+    readiness = Readiness(30.0, clock, gated="drafts")
     readiness.rebalance_started()
     readiness.assigned()
     readiness.rebalance_ended()
-    drafts, other = TP("drafts", 1), TP("drafts", 2)
+    drafts, other, changelog = TP("drafts", 1), TP("drafts", 2), TP("persona-drift-x-recent-messages-changelog", 0)
     wait = FetchWait(2000, clock=clock)  # at its bound already: it cannot grow any more
     worker = app(fetch_wait=wait)
-    wait.observe([drafts, other], {drafts})
+    wait.observe([drafts, other, changelog], {drafts, changelog})
     clock.now += 29
-    wait.observe([drafts, other], {drafts})
+    wait.observe([drafts, other, changelog], {drafts, changelog})
     assert readiness.waiting_for(worker) is None  # not for long enough yet
     clock.now += 2
     reason = "the broker answers every fetch of drafts[1] without its records (for 31 s, fetch wait 2000 ms"
@@ -110,7 +110,8 @@ def test_a_ready_worker_whose_fetches_come_back_without_the_records_says_so_once
     with caplog.at_level(logging.WARNING):
         assert readiness.check(worker) is not None
         assert readiness.check(worker) is None  # once
-    assert caplog.text.count("worker not gating: the broker answers every fetch of drafts[1]") == 1
+    assert caplog.text.count("worker not gating: the broker answers every fetch of drafts[1] without") == 1
+    assert "changelog" not in caplog.text  # only the gated topic's partitions make it not ready
     wait.observe([drafts], set())  # records again
     assert readiness.waiting_for(worker) is None
     assert readiness.check(worker) is None
