@@ -82,13 +82,13 @@ class FetchWait:
     def stuck(self, bound_s: float, topic: str | None = None) -> str | None:
         """Why a consumer reads nothing although records wait: partitions (of ``topic``, if given) whose every
         fetch response has come back without their records for ``bound_s`` or longer; None if none has."""
-        now = self._clock()
-        late = sorted((tp for tp, since in self.unread_since.items() if now - since >= bound_s and
+        now, unread = self._clock(), self.unread_since  # one snapshot: the consumer thread replaces it
+        late = sorted((tp for tp, since in unread.items() if now - since >= bound_s and
                        (topic is None or tp.topic == topic)), key=lambda tp: (tp.topic, tp.partition))  # fmt: skip
         if not late:
             return None
         names = ", ".join(f"{tp.topic}[{tp.partition}]" for tp in late)
-        lasted = max(now - self.unread_since[tp] for tp in late)
+        lasted = max(now - unread[tp] for tp in late)
         return (
             f"the broker answers every fetch of {names} without its records (for {lasted:.0f} s, fetch wait "
             f"{self.wait_ms} ms; docs/known-issues.md: a partition the embedded broker cannot list)"
