@@ -141,7 +141,7 @@ async def test_the_sdk_builds_its_clients_from_the_environment(monkeypatch: pyte
     ("args", "target"),
     [
         (["topics", "create"], "streams.wire.kafka.AIOKafkaAdminClient"),
-        (["tail", "verdicts"], "streams.client.tail.AIOKafkaConsumer"),
+        (["tail", "verdicts"], "streams.runtime.fetchwait.KafkaConsumer"),
         (
             ["replay", "--from-topic", "drift.drafts", "--since", "-1h", "--to-prefix", "b."],
             "streams.wire.kafka.AIOKafkaAdminClient",
