@@ -15,8 +15,13 @@ pytestmark = pytest.mark.e2e
 
 
 async def run_small(scenario: Scenario, entry: Any, **kwargs: Any) -> Figures:
-    stage = Stage(scenario.stack.broker.bootstrap, scenario.stack.database.url, scenario.tmp, prefix=scenario.prefix,
-                  worker_env=FAST_GROUP)
+    stage = Stage(
+        scenario.stack.broker.bootstrap,
+        scenario.stack.database.url,
+        scenario.tmp,
+        prefix=scenario.prefix,
+        worker_env=FAST_GROUP,
+    )
     try:
         figures: Figures = await entry(stage, **kwargs)
     finally:

@@ -15,8 +15,13 @@ pytestmark = pytest.mark.e2e
 
 
 async def test_no_attempt_gets_two_different_decisions_when_workers_are_killed(scenario: Scenario) -> None:
-    stage = Stage(scenario.stack.broker.bootstrap, scenario.stack.database.url, scenario.tmp, prefix=scenario.prefix,
-                  worker_env=FAST_GROUP)
+    stage = Stage(
+        scenario.stack.broker.bootstrap,
+        scenario.stack.database.url,
+        scenario.tmp,
+        prefix=scenario.prefix,
+        worker_env=FAST_GROUP,
+    )
     try:
         figures = await kill_workers.run(stage, drafts=300, kills=2, rate=30.0, malformed_every=30, agents=12)
     finally:
