@@ -52,6 +52,7 @@ class Stage:
     prefix: str = field(default_factory=lambda: f"chaos{uuid.uuid4().hex[:6]}.")
     stack: Any = None  # the EmbeddedStack, for scenarios that stop a part of it
     workers: list[WorkerProcess] = field(default_factory=list)
+    worker_env: dict[str, str] = field(default_factory=dict)  # more settings of every worker (the tests' group timing)
 
     @property
     def settings(self) -> Settings:
@@ -66,6 +67,7 @@ class Stage:
             "DRIFT_JUDGE_DEADLINE_S": str(deadline_s),
             "DRIFT_ANTHROPIC_BASE_URL": judge_url,
             "ANTHROPIC_API_KEY": "chaos-fake-key",  # the fake server accepts any key
+            **self.worker_env,
         }
         worker = WorkerProcess.for_prefix(env, self.tmp / f"{self.prefix}worker-{len(self.workers)}.log", *args)
         self.workers.append(worker)
