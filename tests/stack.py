@@ -22,6 +22,7 @@ import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from engine.settings import Settings
+from ops.chaos.common import Stage
 from streams.embedded import EmbeddedBroker, EmbeddedDatabase, WorkerProcess, free_port
 from streams.store import Store
 from streams.wire.kafka import create_topics
@@ -83,6 +84,12 @@ class Scenario:
 
     def agent(self, name: str) -> str:
         return f"{name}-{self.prefix.strip('.')}"
+
+    def chaos_stage(self) -> Stage:
+        """An ``ops.chaos`` stage on this test's slice of the shared stack (its workers with the suite's short
+        group session)."""
+        return Stage(self.stack.broker.bootstrap, self.stack.database.url, self.tmp, prefix=self.prefix,
+                     worker_env=FAST_GROUP)  # fmt: skip
 
     async def create_topics(self, partitions: int = 3) -> None:
         await create_topics(self.settings, partitions=partitions)

@@ -8,20 +8,14 @@ from typing import Any
 import pytest
 
 from ops.chaos import codecs, oversized, restart_checks, strict_payloads
-from ops.chaos.common import Figures, Stage
-from tests.stack import FAST_GROUP, Scenario
+from ops.chaos.common import Figures
+from tests.stack import Scenario
 
 pytestmark = pytest.mark.e2e
 
 
 async def run_small(scenario: Scenario, entry: Any, **kwargs: Any) -> Figures:
-    stage = Stage(
-        scenario.stack.broker.bootstrap,
-        scenario.stack.database.url,
-        scenario.tmp,
-        prefix=scenario.prefix,
-        worker_env=FAST_GROUP,
-    )
+    stage = scenario.chaos_stage()
     try:
         figures: Figures = await entry(stage, **kwargs)
     finally:

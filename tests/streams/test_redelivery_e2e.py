@@ -8,20 +8,13 @@ from __future__ import annotations
 import pytest
 
 from ops.chaos import kill_workers
-from ops.chaos.common import Stage
-from tests.stack import FAST_GROUP, Scenario
+from tests.stack import Scenario
 
 pytestmark = pytest.mark.e2e
 
 
 async def test_no_attempt_gets_two_different_decisions_when_workers_are_killed(scenario: Scenario) -> None:
-    stage = Stage(
-        scenario.stack.broker.bootstrap,
-        scenario.stack.database.url,
-        scenario.tmp,
-        prefix=scenario.prefix,
-        worker_env=FAST_GROUP,
-    )
+    stage = scenario.chaos_stage()
     try:
         figures = await kill_workers.run(stage, drafts=300, kills=2, rate=30.0, malformed_every=30, agents=12)
     finally:
