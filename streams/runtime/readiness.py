@@ -105,8 +105,10 @@ class Readiness:
 
     def _warn_unread(self, app: Any) -> str | None:
         reason = unread(app, self.bound_s, self.gated)
-        if reason is None or self._warned == "unread":
-            self._warned = None if reason is None else self._warned
+        if reason is None:
+            self._warned = None
+            return None
+        if self._warned == "unread":
             return None
         self._warned = "unread"
         line = f"worker not gating: {reason}"

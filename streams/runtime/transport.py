@@ -92,8 +92,8 @@ def install_guards(thread: Any, consumer: Any) -> None:
     (streams.runtime.fetchwait; ``thread.fetch_wait``, which ``/health`` reads)."""
     if (fetcher := private.kafka_fetcher(consumer)) is not None:
         guard_fetcher(fetcher, thread.skipped)
-        if (wait := fetchwait.watch(consumer)) is not None:
-            thread.fetch_wait = wait
+        if thread.fetch_wait is None and (wait := fetchwait.watch(consumer)) is not None:
+            thread.fetch_wait = wait  # once: this runs on every fetch
 
 
 class OrderlyClose:
