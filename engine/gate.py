@@ -166,7 +166,8 @@ async def check_dimension(
     (fail-open) and is marked ``timed_out`` (with ``error`` naming the failure): whatever a provider answers (a
     truncated body the SDK cannot decode, prose, 5xx), the draft gets a verdict; only cancellation propagates."""
     try:
-        score = await asyncio.wait_for(judge_call, deadline_s)
+        async with asyncio.timeout(deadline_s):
+            score = await judge_call
     except TimeoutError:
         return DimensionCheck(dimension, 0.0, threshold, True, timed_out=True, reasoning="judge deadline passed")
     except Exception as exc:  # fail-open by design: a judge failure never loses the draft

@@ -139,7 +139,8 @@ async def _communicate(
     process: asyncio.subprocess.Process, stdin: bytes, limits: Limits, launch: Launch
 ) -> SandboxResult:
     try:
-        out, err = await asyncio.wait_for(process.communicate(stdin), timeout=limits.wall_s)
+        async with asyncio.timeout(limits.wall_s):
+            out, err = await process.communicate(stdin)
     except TimeoutError:
         _kill_group(process)
         await process.wait()

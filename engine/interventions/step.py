@@ -93,7 +93,8 @@ async def _evaluate_one(intervention: Intervention, judge: Judge, context: StepC
     if remaining <= 0:
         return StepResult(timed_out=tuple((a, intervention.name) for a in acting))
     try:
-        outcome = await asyncio.wait_for(intervention.evaluate(judge, context), remaining)
+        async with asyncio.timeout(remaining):
+            outcome = await intervention.evaluate(judge, context)
     except (TimeoutError, JudgeTimeout):
         return StepResult(timed_out=tuple((a, intervention.name) for a in acting))
     except JudgeError as exc:

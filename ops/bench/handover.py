@@ -226,10 +226,10 @@ async def measure(rounds: int, settle_s: float, rate: float = RATE, keep: bool =
         await create_topics(settings, partitions=PARTITIONS)
         await _configure(settings, [f"agent-{i}" for i in range(AGENTS)], {"gate_similarity_enabled": True})
         first, fresh_s = await run.start()
-        fresh = {"ready_s": fresh_s, "phases": startup_phases(first)}
         _, join_idle_s = await run.start()
         tasks.append(asyncio.ensure_future(read_verdicts(settings, run.traffic, listening)))
-        await asyncio.wait_for(listening.wait(), 30.0)
+        async with asyncio.timeout(30.0):
+            await listening.wait()
         tasks.append(asyncio.ensure_future(send_stream(settings, run.traffic, stop, rate)))
         await _steady(run.traffic, rate)  # a steady state before the first event
         for _ in range(rounds):
@@ -238,8 +238,8 @@ async def measure(rounds: int, settle_s: float, rate: float = RATE, keep: bool =
         stop.set()
         await tasks[1]
         await _drain(run.traffic, quiet_s=60.0)
-        return {"floor": floor, "fresh": fresh, "join_idle_s": join_idle_s, "events": run.events,
-                "traffic": run.traffic}  # fmt: skip
+        return {"floor": floor, "fresh": {"ready_s": fresh_s, "phases": startup_phases(first)},
+                "join_idle_s": join_idle_s, "events": run.events, "traffic": run.traffic}  # fmt: skip
     finally:
         stop.set()
         for task in tasks:

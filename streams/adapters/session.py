@@ -139,7 +139,8 @@ class GateSession:
             message = Message(message_id=f"{self.run_id}.{message_id}", agent_id=f"{self.run_id}.{source}",
                               agent_name=source, text=text, kind="stimulus", source=source, run_id=self.run_id,
                               channel=self.channel)  # fmt: skip
-            await asyncio.wait_for(self.gate.publish_message(message), self.policy.verdict_timeout_s)
+            async with asyncio.timeout(self.policy.verdict_timeout_s):
+                await self.gate.publish_message(message)
         except (TimeoutError, ValueError, DriftError, KafkaError, OSError) as exc:
             log.warning("drift gate: stimulus from %s not published: %s", source, one_line(exc))
 
@@ -225,7 +226,8 @@ async def gate_session(
     quiet = _Unreachable()  # aiokafka logs every refused attempt at ERROR: our one line below says it all
     logging.getLogger("aiokafka").addFilter(quiet)
     try:
-        await asyncio.wait_for(client.start(), chosen.connect_timeout_s)
+        async with asyncio.timeout(chosen.connect_timeout_s):
+            await client.start()
     except (TimeoutError, DriftError, KafkaError, OSError) as exc:
         await client.close()
         mode = "fail-open: drafts pass ungated" if chosen.on_failure == "open" else "fail-closed: agents stay silent"

@@ -139,7 +139,8 @@ class GateClient:
         self._waiting[key] = future
         await self._producer.send(topic, value, key=record_key.encode())
         try:
-            return await asyncio.wait_for(future, timeout)
+            async with asyncio.timeout(timeout):
+                return await future
         except TimeoutError:
             raise ReplyTimeout(f"no reply for {key[0]} {key[1]} #{key[2]} within {timeout:g}s") from None
         finally:
@@ -254,7 +255,8 @@ class GateClient:
             request = await self.request_evaluation(agent_id=agent_id, dimensions=dimensions)
             timeout = self.timeout_s if timeout_s is None else timeout_s
             try:
-                return await asyncio.wait_for(_summary_of(consumer, request.request_id), timeout)
+                async with asyncio.timeout(timeout):
+                    return await _summary_of(consumer, request.request_id)
             except TimeoutError:
                 raise ReplyTimeout(
                     f"no evaluation summary for {agent_id} (request {request.request_id}) within {timeout:g}s: "

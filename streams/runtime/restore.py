@@ -161,7 +161,8 @@ class RestorePlan:
             return {}
         try:
             async with self._reading:
-                return await asyncio.wait_for(self._read(topic, starts), READ_AHEAD_S)
+                async with asyncio.timeout(READ_AHEAD_S):
+                    return await self._read(topic, starts)
         except TimeoutError:
             self._read_ahead_off_until = time.monotonic() + 2 * LOOKUP_WAIT_S
             log.warning("%s: changelog tails not read within %.1f s; Faust's recovery reads them", topic, READ_AHEAD_S)

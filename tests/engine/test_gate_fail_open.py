@@ -37,3 +37,18 @@ async def test_cancellation_still_propagates() -> None:
     except asyncio.CancelledError:
         return
     raise AssertionError("the check swallowed a cancellation")
+
+
+async def test_a_cancellation_that_lands_as_the_score_arrives_still_propagates() -> None:
+    # Python 3.11's asyncio.wait_for returned the result here and dropped the cancellation (CPython gh-86296):
+    # a worker revoking a partition, or Ctrl-C, went unheard whenever it met a judge reply in one loop turn.
+    call: asyncio.Future[DimensionScore] = asyncio.get_running_loop().create_future()
+    task = asyncio.ensure_future(check_dimension(call, Dimension.FLUENCY, 7.0, 30.0))
+    await asyncio.sleep(0)  # the check now waits for the call
+    call.set_result(DimensionScore(Dimension.FLUENCY, "a", 9.0, (), "scripted"))
+    task.cancel()  # in the same turn of the loop as the reply
+    try:
+        await task
+    except asyncio.CancelledError:
+        return
+    raise AssertionError("the check returned a score and swallowed the cancellation")

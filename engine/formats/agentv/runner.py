@@ -78,7 +78,8 @@ async def run_cases(
             started, stamp = time.perf_counter(), datetime.now(UTC)
             try:
                 job = run_case(case, target, judge, options.sandbox)
-                return await asyncio.wait_for(job, options.case_timeout_s)
+                async with asyncio.timeout(options.case_timeout_s):
+                    return await job
             except TimeoutError:
                 return _errored(case, f"case timed out after {options.case_timeout_s:g}s", started, stamp)
 

@@ -149,7 +149,8 @@ async def run_score(
     ctx = ctx.for_score(score.name)
     path: list[str] = []
     try:
-        await asyncio.wait_for(walk(score, state, ctx, path), timeout=timeout_s)
+        async with asyncio.timeout(timeout_s):
+            await walk(score, state, ctx, path)
     except TimeoutError:
         error = f"timed out after {timeout_s:g} s" + (f" in node {path[-1]!r}" if path else "")
         return ScoreResult(score.name, ERROR, error, None, tuple(path), error, "error")
