@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from engine.errors import ConfigurationError
 
@@ -78,6 +77,8 @@ def _welch(x: np.ndarray, y: np.ndarray) -> WelchResult:
         return WelchResult(math.copysign(math.inf, diff), df, 0.0)
     df = float(se2**2 / (va**2 / (x.size - 1) + vb**2 / (y.size - 1)))
     t = diff / math.sqrt(se2)
+    from scipy import stats as sps  # here, not at the top: scipy.stats costs a worker ~1.5 s of start-up
+
     return WelchResult(t, df, float(min(1.0, 2.0 * sps.t.sf(abs(t), df))))
 
 
@@ -170,6 +171,8 @@ def _paired(x: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndar
 def spearman_rho(x: Sequence[float], y: Sequence[float]) -> float:
     """Spearman's rank correlation (average ranks for ties); NaN when either sample is constant."""
     a, b = _paired(x, y)
+    from scipy import stats as sps  # see _welch
+
     ra, rb = sps.rankdata(a) - (a.size + 1) / 2.0, sps.rankdata(b) - (b.size + 1) / 2.0
     denominator = math.sqrt(float(ra @ ra) * float(rb @ rb))
     if denominator == 0.0:

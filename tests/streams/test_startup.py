@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -59,3 +61,11 @@ def test_the_faust_app_takes_the_group_timeouts_and_static_membership_from_the_s
     default = faust_app(Settings(data_dir=tmp_path, broker="127.0.0.1:1"), 3, closing=NothingToClose(),
                         skipped=no_skipped_batches)  # fmt: skip
     assert default.conf.consumer_group_instance_id is None  # dynamic membership unless a worker is given an id
+
+
+def test_a_worker_start_imports_no_scipy() -> None:
+    # scipy.stats was ~1.5 s of every worker's start (the alert service imports the evaluation baseline, which
+    # imports engine.statistics); only an experiment or a calibration needs it, and imports it when it does.
+    code = "import sys, streams.cli, streams.worker.runner; print(sorted(m for m in sys.modules if 'scipy' in m))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
