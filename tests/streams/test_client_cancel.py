@@ -1,9 +1,8 @@
 """Ctrl-C while a reply arrives: the client's wait for a verdict must not drop the cancellation.
 
 Python 3.11's ``asyncio.wait_for`` returns the awaited result when a cancellation and that result land in the same
-turn of the event loop (CPython gh-86296, fixed in 3.12). ``drift demo`` waits for one verdict after another, so
-a first Ctrl-C met a verdict often enough on a loaded machine that the demo went on playing (the quarantined
-Ctrl-C test). The product uses ``asyncio.timeout`` instead; the last test keeps ``wait_for`` out of it."""
+turn of the event loop (CPython gh-86296, fixed in 3.12): a first Ctrl-C that met a verdict was lost. The product
+uses ``asyncio.timeout`` instead; the last test keeps ``wait_for`` out of it."""
 
 from __future__ import annotations
 
