@@ -228,11 +228,13 @@ async def drain_once(consumer: Any, lanes: Mapping[str, FastLane]) -> None:
     async for tp, message in consumer.getmany(timeout=1.0):
         read = private.read_offset(consumer, tp)
         if read is None and consumer.app.topics.acks_enabled_for(tp.topic):
-            private.start_commits_at(consumer, tp, message.offset)  # no commit yet: the first record read is the head
+            _start_commits(consumer, tp, message.offset)
         if read is not None and message.offset < read:
             continue  # already seen before a seek
         if read is not None and message.offset - read > 1 and consumer.app.topics.acks_enabled_for(tp.topic):
             # commits may pass the offsets that never came, not this record (Faust's own loop marks it too)
+            log.warning("%s[%d]: offsets %d..%d never came before %d; commits may pass them",
+                        tp.topic, tp.partition, read + 1, message.offset - 1, message.offset)  # fmt: skip
             await private.add_gap(consumer, tp, read + 1, message.offset - 1)
         private.set_read_offset(consumer, tp, message.offset)
         lane = lanes.get(tp.topic)
@@ -246,6 +248,15 @@ async def drain_once(consumer: Any, lanes: Mapping[str, FastLane]) -> None:
             await _hand_over(consumer, lanes[tp.topic], batches.pop(tp.topic), generation)
     for topic, batch in batches.items():
         await _hand_over(consumer, lanes[topic], batch, generation)
+
+
+def _start_commits(consumer: Any, tp: TP, offset: int) -> None:
+    """Nothing read on ``tp`` since the assignment: where nothing was committed either, its commits start at this
+    first record (a line says so: offsets before it are never read here)."""
+    if private.committed_offset(consumer, tp) is None:
+        log.info("%s[%d]: nothing committed; commits start at offset %d, the first record read", tp.topic,
+                 tp.partition, offset)  # fmt: skip
+    private.start_commits_at(consumer, tp, offset)
 
 
 async def _hand_over(consumer: Any, lane: FastLane, batch: list[Any], generation: int) -> None:

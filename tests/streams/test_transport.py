@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+import pytest
 
 from streams.runtime import transport
 from streams.runtime.transport import drain_once
@@ -108,13 +111,14 @@ async def test_lane_records_are_tracked_and_handed_over_in_batches_others_take_f
     assert consumer._read_offset[TP("drafts", 0)] == 9
 
 
-async def test_records_before_the_read_offset_are_skipped_and_gaps_recorded() -> None:
+async def test_records_before_the_read_offset_are_skipped_and_gaps_recorded(caplog: pytest.LogCaptureFixture) -> None:
     consumer = FakeConsumer(messages("drafts", range(3, 6)) + messages("drafts", range(9, 10)))
     consumer._read_offset[TP("drafts", 0)] = 4
     lane = Lane()
     await drain_once(consumer, {"drafts": lane})
     assert lane.batches == [[4, 5, 9]]
     assert consumer.gaps == [(TP("drafts", 0), 6, 8)]  # offsets 6-8 never come: commits may pass them, not 9
+    assert "drafts[0]: offsets 6..8 never came before 9; commits may pass them" in caplog.text  # a line says so
 
 
 async def test_a_batch_fetched_before_a_rebalance_is_released_not_handled(monkeypatch: Any) -> None:
@@ -144,12 +148,16 @@ async def test_the_faust_consumer_has_what_the_fast_lane_relies_on(tmp_path: Any
     assert isinstance(app.consumer_generation_id, int) and callable(app.topics.acks_enabled_for)
 
 
-async def test_commits_start_at_the_first_record_read_where_nothing_was_committed() -> None:
+async def test_commits_start_at_the_first_record_read_where_nothing_was_committed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="streams.runtime.transport")
     consumer = FakeConsumer(messages("drafts", range(7, 9)))
     consumer._committed_offset[TP("drafts", 1)] = 3  # another partition, committed before
     await drain_once(consumer, {"drafts": Lane()})
     assert consumer._committed_offset[TP("drafts", 0)] == 7  # the head: no commit passes 7 before it is acked
     assert consumer._committed_offset[TP("drafts", 1)] == 3
+    assert "drafts[0]: nothing committed; commits start at offset 7" in caplog.text
 
 
 def _faust_app(tmp_path: Any, **overrides: Any) -> Any:
