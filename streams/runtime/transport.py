@@ -231,11 +231,12 @@ async def drain_once(consumer: Any, lanes: Mapping[str, FastLane]) -> None:
             _start_commits(consumer, tp, message.offset)
         if read is not None and message.offset < read:
             continue  # already seen before a seek
-        if read is not None and message.offset - read > 1 and consumer.app.topics.acks_enabled_for(tp.topic):
-            # commits may pass the offsets that never came, not this record (Faust's own loop marks it too)
-            log.warning("%s[%d]: offsets %d..%d never came before %d; commits may pass them",
-                        tp.topic, tp.partition, read + 1, message.offset - 1, message.offset)  # fmt: skip
-            await private.add_gap(consumer, tp, read + 1, message.offset - 1)
+        if (
+            read is not None
+            and consumer.app.topics.acks_enabled_for(tp.topic)
+            and await passed_over(consumer, tp, read, message.offset)
+        ):
+            continue  # read again from the first record passed over
         private.set_read_offset(consumer, tp, message.offset)
         lane = lanes.get(tp.topic)
         if lane is None:
@@ -248,6 +249,54 @@ async def drain_once(consumer: Any, lanes: Mapping[str, FastLane]) -> None:
             await _hand_over(consumer, lanes[tp.topic], batches.pop(tp.topic), generation)
     for topic, batch in batches.items():
         await _hand_over(consumer, lanes[topic], batch, generation)
+
+
+async def passed_over(consumer: Any, tp: TP, read: int, offset: int) -> bool:
+    """True when the record at ``offset`` must wait: records between the last one read (``read``) and it were
+    fetched and never handed here, so the partition is sought back to the first of them and read again.
+
+    Faust's ``getmany`` drops records it has already taken from aiokafka (whose position then lies past them)
+    when a rebalance or a recovery changes the generation, the flow or the active partitions while it hands
+    them out; a seek back to the committed offsets undoes that only when it comes later. Those offsets used to
+    be declared a gap, which let commits pass drafts no worker ever decided (BENCHMARKS.md, run J: 120 drafts
+    of one partition, sent while the group re-formed). Offsets that truly never come (a batch the fetcher
+    skipped as undecodable, compaction, transaction markers) show again after the seek back: then they are a
+    gap, and commits may pass them."""
+    refetch: dict[TP, tuple[int, int, int]] = consumer.__dict__.setdefault("_drift_refetch", {})
+    generation = consumer.app.consumer_generation_id
+    if (pending := refetch.pop(tp, None)) is not None and pending[2] == generation:
+        first, target, _ = pending
+        if offset > target:
+            refetch[tp] = pending
+            return True  # a record of the fetch from before the seek back
+        if offset == target:  # the same offsets are missing again: they never come
+            await _gap(consumer, tp, first, target)
+            return False
+        if offset == first:
+            return False
+    # no seek back pending (or another seek or a rebalance since): the usual check
+    if offset - read <= 1:
+        return False
+    if _skipped(consumer, tp, read + 1):
+        await _gap(consumer, tp, read + 1, offset)
+        return False
+    log.warning("%s[%d]: offsets %d..%d were fetched and not handed over; reading them again", tp.topic,
+                tp.partition, read + 1, offset - 1)  # fmt: skip
+    refetch[tp] = (read + 1, offset, generation)
+    await consumer.seek(tp, read + 1)
+    return True
+
+
+async def _gap(consumer: Any, tp: TP, first: int, target: int) -> None:
+    log.warning("%s[%d]: offsets %d..%d never came before %d; commits may pass them", tp.topic, tp.partition,
+                first, target - 1, target)  # fmt: skip
+    await private.add_gap(consumer, tp, first, target - 1)
+
+
+def _skipped(consumer: Any, tp: TP, offset: int) -> bool:
+    """The fetcher skipped ``offset`` of ``tp`` as undecodable (its dead letter is pending)."""
+    skipped = getattr(private.consumer_thread(consumer), "skipped", None) or ()
+    return any((b.topic, b.partition) == (tp.topic, tp.partition) and b.first <= offset <= b.last for b in skipped)
 
 
 def _start_commits(consumer: Any, tp: TP, offset: int) -> None:

@@ -53,6 +53,7 @@ class FakeConsumer:
     _unacked_messages: set[FakeMessage] = field(default_factory=set)
     gaps: list[tuple[TP, int, int]] = field(default_factory=list)
     routed: list[FakeMessage] = field(default_factory=list)
+    seeks: list[tuple[TP, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._read_offset = _DefaultNone(self._read_offset)
@@ -67,6 +68,10 @@ class FakeConsumer:
 
     async def _add_gap(self, tp: TP, start: int, end: int) -> None:
         self.gaps.append((tp, start, end))
+
+    async def seek(self, tp: TP, offset: int) -> None:  # as Faust's: the read offset follows the seek
+        self.seeks.append((tp, offset))
+        self._read_offset[tp] = offset
 
     async def callback(self, message: FakeMessage) -> None:
         self.routed.append(message)
@@ -111,14 +116,41 @@ async def test_lane_records_are_tracked_and_handed_over_in_batches_others_take_f
     assert consumer._read_offset[TP("drafts", 0)] == 9
 
 
-async def test_records_before_the_read_offset_are_skipped_and_gaps_recorded(caplog: pytest.LogCaptureFixture) -> None:
-    consumer = FakeConsumer(messages("drafts", range(3, 6)) + messages("drafts", range(9, 10)))
-    consumer._read_offset[TP("drafts", 0)] = 4
+async def test_records_passed_over_are_read_again_and_only_offsets_that_never_come_are_a_gap(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    tp = TP("drafts", 0)
+    consumer = FakeConsumer(messages("drafts", range(3, 6)) + messages("drafts", range(9, 12)))
+    consumer._read_offset[tp] = 4
+    lane = Lane()
+    await drain_once(consumer, {"drafts": lane})  # 6-8 were fetched and dropped before they got here
+    assert lane.batches == [[4, 5]] and consumer.seeks == [(tp, 6)] and consumer.gaps == []
+    assert "drafts[0]: offsets 6..8 were fetched and not handed over; reading them again" in caplog.text
+
+    consumer.fetched = messages("drafts", range(6, 12))  # read again: nothing lost, no gap
+    await drain_once(consumer, {"drafts": lane})
+    assert lane.batches[1] == [6, 7, 8, 9, 10, 11] and consumer.gaps == [] and consumer.seeks == [(tp, 6)]
+
+    consumer.fetched = messages("drafts", range(12, 13)) + messages("drafts", range(15, 16))
+    await drain_once(consumer, {"drafts": lane})
+    consumer.fetched = messages("drafts", range(15, 17))  # after the seek back 13-14 are missing again
+    await drain_once(consumer, {"drafts": lane})
+    assert consumer.gaps == [(tp, 13, 14)]  # they never come: commits may pass them, not 15
+    assert lane.batches[2:] == [[12], [15, 16]] and consumer.seeks[-1] == (tp, 13)
+    assert "drafts[0]: offsets 13..14 never came before 15; commits may pass them" in caplog.text
+
+
+async def test_a_seek_back_pending_across_a_rebalance_is_forgotten() -> None:
+    tp = TP("drafts", 0)
+    consumer = FakeConsumer(messages("drafts", range(5, 6)) + messages("drafts", range(9, 10)))
+    consumer._read_offset[tp] = 4
     lane = Lane()
     await drain_once(consumer, {"drafts": lane})
-    assert lane.batches == [[4, 5, 9]]
-    assert consumer.gaps == [(TP("drafts", 0), 6, 8)]  # offsets 6-8 never come: commits may pass them, not 9
-    assert "drafts[0]: offsets 6..8 never came before 9; commits may pass them" in caplog.text  # a line says so
+    consumer.app.consumer_generation_id += 1  # a rebalance; the new owner's seek sets the read offset
+    consumer._read_offset[tp] = 20
+    consumer.fetched = messages("drafts", range(20, 23))
+    await drain_once(consumer, {"drafts": lane})
+    assert lane.batches == [[5], [20, 21, 22]] and consumer.gaps == []
 
 
 async def test_a_batch_fetched_before_a_rebalance_is_released_not_handled(monkeypatch: Any) -> None:
