@@ -219,13 +219,26 @@ class FastLanes:
             if not consumer.transport.app.should_stop:
                 raise
 
+    async def perform_seek(self) -> None:
+        """Faust's seek of every partition to its committed offset (after each rebalance), and a line saying
+        where each fast-lane partition resumes: the place to look when records are read twice or not at all."""
+        await super().perform_seek()  # type: ignore[misc]
+        consumer: Any = self
+        lanes = getattr(consumer.app, "fast_lanes", None) or {}
+        tps = sorted(tp for tp in consumer.assignment() if tp.topic in lanes)
+        if tps:
+            log.info("fast lanes resume at the committed offsets: %s", ", ".join(
+                f"{tp.topic}[{tp.partition}] {private.read_offset(consumer, tp)}" for tp in tps))  # fmt: skip
+
 
 async def drain_once(consumer: Any, lanes: Mapping[str, FastLane]) -> None:
     """One fetch: records of fast-lane topics are tracked and handed over in batches (at most
     :data:`LANE_BATCH`); every other record takes Faust's usual route to its streams."""
-    generation = consumer.app.consumer_generation_id
     batches: dict[str, list[Any]] = {}
+    generation: int | None = None  # read at the first record: getmany may first wait out a whole rebalance
     async for tp, message in consumer.getmany(timeout=1.0):
+        if generation is None:
+            generation = consumer.app.consumer_generation_id  # Faust's own for this fetch (it checks each record)
         read = private.read_offset(consumer, tp)
         if read is None and consumer.app.topics.acks_enabled_for(tp.topic):
             _start_commits(consumer, tp, message.offset)
@@ -308,9 +321,9 @@ def _start_commits(consumer: Any, tp: TP, offset: int) -> None:
     private.start_commits_at(consumer, tp, offset)
 
 
-async def _hand_over(consumer: Any, lane: FastLane, batch: list[Any], generation: int) -> None:
+async def _hand_over(consumer: Any, lane: FastLane, batch: list[Any], generation: int | None) -> None:
     """Run the lane's handler, unless a rebalance began since the fetch: then the records are released and
-    fetched again from the committed offsets by whichever worker owns their partitions next.
+    fetched again from the committed offsets (:func:`fetch_again`).
 
     A lane with a ``wait_ready`` coroutine (the gate: its agent configurations) is awaited first; the fetch
     loop waits with it, and the generation is checked after the wait."""
@@ -322,6 +335,32 @@ async def _hand_over(consumer: Any, lane: FastLane, batch: list[Any], generation
         return
     for message in batch:
         private.release(consumer, message)
+    await fetch_again(consumer, batch)
+
+
+async def fetch_again(consumer: Any, released: list[Any]) -> None:
+    """Make sure records released after a rebalance are fetched again from the committed offsets.
+
+    While the flow is stopped the rebalance is under way, and its recovery ends with a seek of every stream
+    partition to its committed offset: nothing to do. Once the flow runs again that seek has come and gone —
+    the batch waited out the whole rebalance (a slow lane, the gate's configurations) — and the fetch moved
+    the position past the released records, so each partition still assigned here is sought back to its
+    committed offset. Without it those records were never read again until the next rebalance, and commits
+    of later records could pass them."""
+    if not consumer.flow_active:
+        return
+    assigned = consumer.assignment()
+    firsts: dict[TP, int] = {}
+    for message in released:
+        firsts.setdefault(message.tp, message.offset)
+    for tp, first in firsts.items():
+        if tp not in assigned:
+            continue
+        committed = private.committed_offset(consumer, tp)
+        target = first if committed is None else min(first, committed)
+        log.warning("%s[%d]: records from offset %d were released after a rebalance; reading them again from %d",
+                    tp.topic, tp.partition, first, target)  # fmt: skip
+        await consumer.seek(tp, target)
 
 
 async def report_skipped(consumer: Any) -> None:

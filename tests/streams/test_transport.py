@@ -25,6 +25,10 @@ class FakeMessage:
     partition: int
     offset: int
 
+    @property
+    def tp(self) -> TP:
+        return TP(self.topic, self.partition)
+
 
 @dataclass
 class FakeApp:
@@ -54,14 +58,22 @@ class FakeConsumer:
     gaps: list[tuple[TP, int, int]] = field(default_factory=list)
     routed: list[FakeMessage] = field(default_factory=list)
     seeks: list[tuple[TP, int]] = field(default_factory=list)
+    assigned: set[TP] | None = None  # None: every partition fetched
+    waits_out_rebalance: bool = False  # the fetch first waits for the flow, across a rebalance (as Faust's)
 
     def __post_init__(self) -> None:
         self._read_offset = _DefaultNone(self._read_offset)
         self._committed_offset = _DefaultNone(self._committed_offset)
 
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, FakeMessage]]:
+        if self.waits_out_rebalance:  # revoked, assigned again (a new generation), sought, flow resumed
+            self.app.consumer_generation_id += 1
+            self.waits_out_rebalance = False
         for message in self.fetched:
             yield TP(message.topic, message.partition), message
+
+    def assignment(self) -> set[TP]:
+        return self.assigned if self.assigned is not None else {m.tp for m in self.fetched}
 
     def track_message(self, message: FakeMessage) -> None:
         self._unacked_messages.add(message)
@@ -93,14 +105,17 @@ def messages(topic: str, offsets: range, partition: int = 0) -> list[FakeMessage
 
 
 class Lane:
-    def __init__(self, consumer: FakeConsumer | None = None, *, rebalance_after: int | None = None) -> None:
+    def __init__(
+        self, consumer: FakeConsumer | None = None, *, rebalance_after: int | None = None, under_way: bool = False
+    ) -> None:
         self.batches: list[list[int]] = []
-        self.consumer, self.rebalance_after = consumer, rebalance_after
+        self.consumer, self.rebalance_after, self.under_way = consumer, rebalance_after, under_way
 
     async def __call__(self, batch: list[Any]) -> None:
         self.batches.append([m.offset for m in batch])
         if self.consumer is not None and len(self.batches) == self.rebalance_after:
-            self.consumer.app.consumer_generation_id += 1
+            self.consumer.app.consumer_generation_id += 1  # a rebalance while the lane works
+            self.consumer.flow_active = not self.under_way  # still under way, or over (flow resumed)
 
 
 async def test_lane_records_are_tracked_and_handed_over_in_batches_others_take_faust_route(
@@ -156,10 +171,64 @@ async def test_a_seek_back_pending_across_a_rebalance_is_forgotten() -> None:
 async def test_a_batch_fetched_before_a_rebalance_is_released_not_handled(monkeypatch: Any) -> None:
     monkeypatch.setattr(transport, "LANE_BATCH", 2)
     consumer = FakeConsumer(messages("drafts", range(6)))
+    lane = Lane(consumer, rebalance_after=1, under_way=True)  # its recovery will seek to the committed offsets
+    await drain_once(consumer, {"drafts": lane})
+    assert lane.batches == [[0, 1]] and consumer.seeks == []
+    assert {m.offset for m in consumer._unacked_messages} == {0, 1}  # the rest will be fetched again
+
+
+async def test_a_fetch_that_waited_out_a_rebalance_is_handed_over() -> None:
+    """Faust's getmany waits for the flow before it fetches: a drain that began before a rebalance fetched the
+    new generation's first records. Judged by the generation read before that wait, they were released after
+    the recovery's seek, never read again, and later commits passed them (run M's 117 unanswered drafts)."""
+    consumer = FakeConsumer(messages("drafts", range(579, 696)), waits_out_rebalance=True)
+    consumer._read_offset[TP("drafts", 0)] = 578
+    lane = Lane()
+    await drain_once(consumer, {"drafts": lane})
+    assert lane.batches == [list(range(579, 696))] and consumer.seeks == []
+
+
+async def test_records_released_after_the_rebalance_ended_are_read_again_from_the_committed_offset(
+    monkeypatch: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(transport, "LANE_BATCH", 2)
+    drafts = TP("drafts", 0)
+    consumer = FakeConsumer(messages("drafts", range(10, 14)) + messages("drafts", range(3, 5), partition=1))
+    consumer.assigned = {drafts}  # the rebalance (during the first batch) took partition 1 away
+    consumer._committed_offset[drafts] = 10
     lane = Lane(consumer, rebalance_after=1)
     await drain_once(consumer, {"drafts": lane})
-    assert lane.batches == [[0, 1]]
-    assert {m.offset for m in consumer._unacked_messages} == {0, 1}  # the rest will be fetched again
+    assert lane.batches == [[10, 11]]
+    assert consumer.seeks == [(drafts, 10)] and consumer._read_offset[drafts] == 10  # 12, 13 come again
+    assert "drafts[0]: records from offset 12 were released after a rebalance; reading them again from 10" in (
+        caplog.text
+    )
+
+
+async def test_a_line_says_where_each_fast_lane_partition_resumes_after_a_rebalance(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Seeking:
+        app = type("App", (), {"fast_lanes": {"drafts": Lane()}})()
+
+        def __init__(self) -> None:
+            self._read_offset = {TP("drafts", 1): None, TP("drafts", 0): 579, TP("steps", 0): 7}
+            self.sought = False
+
+        async def perform_seek(self) -> None:
+            self.sought = True
+
+        def assignment(self) -> set[TP]:
+            return set(self._read_offset)
+
+    class Consumer(transport.FastLanes, Seeking):
+        pass
+
+    consumer = Consumer()
+    with caplog.at_level(logging.INFO, logger=transport.__name__):
+        await consumer.perform_seek()
+    assert consumer.sought
+    assert "fast lanes resume at the committed offsets: drafts[0] 579, drafts[1] None" in caplog.text
 
 
 async def test_the_faust_consumer_has_what_the_fast_lane_relies_on(tmp_path: Any) -> None:
