@@ -39,6 +39,7 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 from engine.settings import Settings
 from ops.bench.common import RESULTS_PATH, machine_info, merge_results
 from ops.bench.gate import _configure, _worker, draft_text
+from ops.bench.handover_check import post_mortem
 from ops.bench.handover_floor import measure_floor
 from streams.embedded import EmbeddedStack, WorkerProcess, start_stack
 from streams.runtime.fetchwait import kafka_consumer
@@ -62,6 +63,7 @@ class Traffic:
 
     sent: dict[str, tuple[float, int]] = field(default_factory=dict)
     answered: dict[str, float] = field(default_factory=dict)
+    offsets: dict[str, int] = field(default_factory=dict)  # draft id -> its offset in its drafts partition
 
     def latencies(self, start: float, end: float, partitions: set[int] | None = None) -> list[float]:
         """Waits of the answered drafts sent in [start, end) (of ``partitions`` only, if given)."""
@@ -83,13 +85,24 @@ async def send_stream(settings: Settings, traffic: Traffic, stop: asyncio.Event,
             draft_id = f"h{n}"
             body = orjson.dumps({"draft_id": draft_id, "agent_id": agent, "text": draft_text(n)})
             traffic.sent[draft_id] = (time.monotonic(), agent_partition(agent, PARTITIONS))
-            await producer.send(settings.topic("drafts"), body, key=agent.encode())
+            sent = await producer.send(settings.topic("drafts"), body, key=agent.encode())
+            sent.add_done_callback(_noted(traffic, draft_id))
             n += 1
             if (ahead := started + n / rate - time.monotonic()) > 0:
                 await asyncio.sleep(ahead)
         await producer.flush()
     finally:
         await producer.stop()
+
+
+def _noted(traffic: Traffic, draft_id: str) -> Any:
+    """A delivery callback that notes the draft's offset (the post-mortem of unanswered drafts reads it)."""
+
+    def note(delivery: asyncio.Future[Any]) -> None:
+        if not delivery.cancelled() and delivery.exception() is None:
+            traffic.offsets[draft_id] = delivery.result().offset
+
+    return note
 
 
 async def read_verdicts(settings: Settings, traffic: Traffic, started: asyncio.Event) -> None:
@@ -236,9 +249,9 @@ async def measure(rounds: int, settle_s: float, rate: float = RATE, keep: bool =
             for kind in EVENTS:
                 run.events.append(await event(run, kind, settle_s))
         stop.set()
-        await tasks[1]
-        await _drain(run.traffic, quiet_s=60.0)
-        return {"floor": floor, "fresh": {"ready_s": fresh_s, "phases": startup_phases(first)},
+        await asyncio.gather(tasks[1], _drain(run.traffic, quiet_s=60.0))  # the last sends, then their verdicts
+        lost = await post_mortem(settings, run.traffic, run.traffic.offsets, PARTITIONS)  # before the broker stops
+        return {"post_mortem": lost, "floor": floor, "fresh": {"ready_s": fresh_s, "phases": startup_phases(first)},
                 "join_idle_s": join_idle_s, "events": run.events, "traffic": run.traffic}  # fmt: skip
     finally:
         stop.set()
@@ -292,6 +305,7 @@ def results(found: dict[str, Any], settings: Settings) -> dict[str, float]:
         "worker_start_ready_fresh_s": found["fresh"]["ready_s"],
         "worker_join_ready_idle_s": found["join_idle_s"],
         "handover_unanswered": traffic.unanswered(time.monotonic()),
+        "handover_unanswered_decided": found["post_mortem"].get("decided_missed_by_reader", 0),
         "handover_drafts": len(traffic.sent),
     }
     for phase, seconds in found["fresh"]["phases"].items():
@@ -321,6 +335,8 @@ def report(figures: dict[str, float], found: dict[str, Any]) -> None:
         extra = f", ready in {e['ready_s']:.2f} s {e['phases']}" if "ready_s" in e else f", exit {e['exit_s']:.2f} s"
         print(f"{e['event']:<5} moved {e['moved']}: moved max {e['moved_max_s']:.2f} s, unmoved max "
               f"{e['unmoved_max_s']:.2f} s (normal p50 {e['normal_p50_s']:.2f} s){extra}")  # fmt: skip
+    if found["post_mortem"]:
+        print(f"unanswered, looked up on the broker: {found['post_mortem']}")
     for key, value in figures.items():
         print(f"  {key:<48}{value:>10.3f}")
 

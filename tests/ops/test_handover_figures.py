@@ -9,11 +9,12 @@ from typing import Any
 from engine.settings import Settings
 from ops.bench import handover
 from ops.bench.handover import Traffic, results
+from ops.bench.handover_check import post_mortem, ranges
 
 
 def _found(traffic: Traffic, events: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"floor": {"leave": [4.0], "join": [4.0]}, "fresh": {"ready_s": 6.0, "phases": {}}, "join_idle_s": 7.0,
-            "events": events, "traffic": traffic}  # fmt: skip
+    return {"post_mortem": {}, "floor": {"leave": [4.0], "join": [4.0]}, "fresh": {"ready_s": 6.0, "phases": {}},
+            "join_idle_s": 7.0, "events": events, "traffic": traffic}  # fmt: skip
 
 
 def test_an_events_window_ends_where_the_next_event_starts() -> None:
@@ -59,3 +60,9 @@ async def test_the_drain_waits_while_verdicts_arrive_and_ends_when_they_stop() -
     assert len(traffic.answered) == 8  # it waited well past quiet_s while verdicts kept coming
     assert traffic.unanswered(time.monotonic()) == 2
     assert time.monotonic() - started < 5.0  # and gave up once none came for quiet_s
+
+
+async def test_the_post_mortem_names_the_offsets_of_the_unanswered_drafts_as_ranges() -> None:
+    assert ranges([9, 3, 5, 4, 12, 11]) == "3..5, 9, 11..12" and ranges([]) == ""
+    traffic = Traffic(sent={"a": (0.0, 1)}, answered={"a": 0.2})
+    assert await post_mortem(Settings.from_env(), traffic, {"a": 7}, 3) == {}  # all answered: no broker asked
