@@ -25,6 +25,7 @@ from faust.types import TP
 from engine.settings import Settings
 from streams.runtime import faust_private as private
 from streams.runtime import fetchwait
+from streams.runtime.commits import HeadOfLineCommits
 from streams.runtime.undecodable import SkippedBatch, guard_fetcher, unfetchable
 from streams.wire.kafka import client_kwargs, ssl_context, true_end_offsets
 
@@ -136,35 +137,6 @@ def members_seen(app: Any) -> int:
 
 def _leader_stays() -> None:
     log.info("this worker leads its consumer group: it does not send LeaveGroup, its session times out instead")
-
-
-class HeadOfLineCommits:
-    """Mixin for Faust's consumer: never commit past the oldest record of a partition not handled yet
-    (docs/known-issues.md, "Faust commits past a record still being handled").
-
-    Faust computes the offset to commit from the acked offsets, but its guard against a missing head compares
-    them with the committed offset as if it were the last record handled, when it is the next one to read: with
-    ``committed = c`` and ``c + 1 …`` acked while ``c`` is still being judged (a slow judge call ahead of quick
-    drafts of other agents), it commits past ``c``. When the worker then gives ``c`` up — a graceful stop, or a
-    rebalance that withdraws the drafts it had queued — the next owner starts after it, and the draft is never
-    answered. Here the commit waits until ``c`` is acked (or lies in a gap: an offset that never comes).
-    """
-
-    def _new_offset(self, tp: TP) -> int | None:
-        if head_unhandled(self, tp):
-            return None
-        offset: int | None = super()._new_offset(tp)  # type: ignore[misc]
-        return offset
-
-
-def head_unhandled(consumer: Any, tp: TP) -> bool:
-    """True when the next offset the group would read on ``tp`` is neither acked nor in a gap while later ones
-    are: a commit now would skip it."""
-    head = private.committed_offset(consumer, tp)
-    acked = private.acked_offsets(consumer, tp)
-    if head is None or not acked or min(acked) <= head:
-        return False
-    return not private.in_gap(consumer, tp, head)
 
 
 def requested_partitions(active: AbstractSet[TP] | None) -> set[TP] | None:

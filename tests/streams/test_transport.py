@@ -291,6 +291,31 @@ def test_no_commit_passes_a_record_still_being_handled(tmp_path: Any) -> None:
     assert consumer._new_offset(tp) == 23
 
 
+async def test_a_commit_during_a_revocation_does_not_pass_records_released_unhandled(tmp_path: Any) -> None:
+    """Faust forgets a revoked partition's committed offset before the revocation's handlers, in which the lanes'
+    last acks arrive. Committed 579 and 579-695 released unhandled, the acks of 696-699 made the commit made
+    during the rebalance 700: the next owner started there (run M: 117 drafts never decided)."""
+    from faust.types import TP as FaustTP
+
+    consumer = _faust_app(tmp_path).consumer
+    tp, other = FaustTP("drafts", 0), FaustTP("drafts", 1)
+    consumer._committed_offset[tp] = 579
+    consumer._committed_offset[other] = 40
+
+    async def handlers(revoked: set[Any]) -> None:  # the app's: the lanes finish, their acks arrive
+        for offset in (696, 697, 698, 699):
+            consumer._acked[tp].append(offset)
+            consumer._acked_index[tp].add(offset)
+        consumer._acked[other].extend([40, 41])
+        consumer._acked_index[other].update([40, 41])
+
+    consumer._on_partitions_revoked = handlers
+    await consumer.on_partitions_revoked({tp, other})
+    assert consumer._committed_offset[tp] is None  # Faust forgot it
+    assert consumer._new_offset(tp) is None  # 579-695 are not handled: no commit passes them
+    assert consumer._new_offset(other) == 42  # acks that follow the committed offset are still committed
+
+
 def test_a_rebalance_reaching_a_stopping_worker_leaves_its_kafka_consumer_to_the_orderly_stop(tmp_path: Any) -> None:
     """Faust answers a rebalance during a stop with ``consumer.close()``, which marked aiokafka's consumer closed
     and closed its client and coordinator on the app's loop instead of the consumer thread's: the thread's own
