@@ -18,7 +18,7 @@ from typing import Any
 
 import faust
 from aiokafka import AIOKafkaConsumer
-from aiokafka.errors import RecordTooLargeError
+from aiokafka.errors import IllegalStateError, RecordTooLargeError
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import TP
 
@@ -332,7 +332,10 @@ async def fetch_again(consumer: Any, released: list[Any]) -> None:
         target = first if committed is None else min(first, committed)
         log.warning("%s[%d]: records from offset %d were released after a rebalance; reading them again from %d",
                     tp.topic, tp.partition, first, target)  # fmt: skip
-        await consumer.seek(tp, target)
+        try:
+            await consumer.seek(tp, target)
+        except IllegalStateError:  # revoked meanwhile: its next owner reads from the committed offset
+            log.info("%s[%d] was revoked before the seek back", tp.topic, tp.partition)
 
 
 async def report_skipped(consumer: Any) -> None:

@@ -205,6 +205,21 @@ async def test_records_released_after_the_rebalance_ended_are_read_again_from_th
     )
 
 
+async def test_a_partition_revoked_before_the_seek_back_is_left_to_its_next_owner(monkeypatch: Any) -> None:
+    from aiokafka.errors import IllegalStateError
+
+    monkeypatch.setattr(transport, "LANE_BATCH", 2)
+    consumer = FakeConsumer(messages("drafts", range(10, 14)))
+
+    async def revoked(tp: TP, offset: int) -> None:
+        raise IllegalStateError(f"{tp} is not assigned")
+
+    monkeypatch.setattr(consumer, "seek", revoked)
+    lane = Lane(consumer, rebalance_after=1)
+    await drain_once(consumer, {"drafts": lane})  # no error reaches the fetch loop
+    assert lane.batches == [[10, 11]] and {m.offset for m in consumer._unacked_messages} == {10, 11}
+
+
 async def test_a_line_says_where_each_fast_lane_partition_resumes_after_a_rebalance(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
