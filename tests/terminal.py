@@ -21,6 +21,16 @@ from collections.abc import Callable, Sequence
 import psutil  # type: ignore[import-untyped]  # (installed with pgserver; no stubs here)
 
 
+def foreground_signals() -> None:
+    """In a child before exec: SIGINT and SIGQUIT as an interactive shell leaves them for a foreground job.
+
+    A job a non-interactive shell starts in the background (``make test &``, ``nohup … &``, a CI runner's
+    detached step) inherits SIGINT and SIGQUIT ignored, and every process it starts inherits that too: a
+    command started from such a test run would never see the Ctrl-C the test types, though a user's would."""
+    for sig in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 class Terminal:
     def __init__(self, args: Sequence[str], env: dict[str, str]) -> None:
         master, slave = os.openpty()
@@ -28,6 +38,7 @@ class Terminal:
         def become_foreground() -> None:
             os.setsid()
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+            foreground_signals()
 
         self.process = subprocess.Popen(  # setsid + TIOCSCTTY need a hook between fork and exec
             list(args), stdin=slave, stdout=slave, stderr=slave, env=env,
