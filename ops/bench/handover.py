@@ -250,7 +250,7 @@ async def measure(rounds: int, settle_s: float, rate: float = RATE, keep: bool =
                 run.events.append(await event(run, kind, settle_s))
         stop.set()
         await asyncio.gather(tasks[1], _drain(run.traffic, quiet_s=60.0))  # the last sends, then their verdicts
-        lost = await post_mortem(settings, run.traffic, run.traffic.offsets, PARTITIONS)  # before the broker stops
+        lost = await post_mortem(settings, run.traffic, PARTITIONS)  # before the broker stops
         return {"post_mortem": lost, "floor": floor, "fresh": {"ready_s": fresh_s, "phases": startup_phases(first)},
                 "join_idle_s": join_idle_s, "events": run.events, "traffic": run.traffic}  # fmt: skip
     finally:

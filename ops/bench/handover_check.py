@@ -68,7 +68,7 @@ def ranges(offsets: Iterable[int]) -> str:
     return ", ".join(f"{a}..{b}" if a != b else str(a) for a, b in spans)
 
 
-async def post_mortem(settings: Settings, traffic: Any, offsets: dict[str, int], partitions: int) -> dict[str, Any]:
+async def post_mortem(settings: Settings, traffic: Any, partitions: int) -> dict[str, Any]:
     """The unanswered drafts split into decided (the reader missed the verdict) and never decided, with their
     drafts offsets per partition and the gate group's committed offsets. Empty when every draft was answered."""
     lost = {d for d in traffic.sent if d not in traffic.answered}
@@ -78,8 +78,8 @@ async def post_mortem(settings: Settings, traffic: Any, offsets: dict[str, int],
     committed = await committed_drafts_offsets(settings, partitions)
     undecided: dict[int, list[int]] = {}
     for d in lost - decided:
-        if d in offsets:
-            undecided.setdefault(traffic.sent[d][1], []).append(offsets[d])
+        if d in traffic.offsets:
+            undecided.setdefault(traffic.sent[d][1], []).append(traffic.offsets[d])
     return {
         "unanswered": len(lost),
         "decided_missed_by_reader": len(decided),

@@ -64,5 +64,5 @@ async def test_the_drain_waits_while_verdicts_arrive_and_ends_when_they_stop() -
 
 async def test_the_post_mortem_names_the_offsets_of_the_unanswered_drafts_as_ranges() -> None:
     assert ranges([9, 3, 5, 4, 12, 11]) == "3..5, 9, 11..12" and ranges([]) == ""
-    traffic = Traffic(sent={"a": (0.0, 1)}, answered={"a": 0.2})
-    assert await post_mortem(Settings.from_env(), traffic, {"a": 7}, 3) == {}  # all answered: no broker asked
+    traffic = Traffic(sent={"a": (0.0, 1)}, answered={"a": 0.2}, offsets={"a": 7})
+    assert await post_mortem(Settings.from_env(), traffic, 3) == {}  # all answered: no broker asked

@@ -70,7 +70,7 @@ class FakeConsumer:
             self.app.consumer_generation_id += 1
             self.waits_out_rebalance = False
         for message in self.fetched:
-            yield TP(message.topic, message.partition), message
+            yield message.tp, message
 
     def assignment(self) -> set[TP]:
         return self.assigned if self.assigned is not None else {m.tp for m in self.fetched}
