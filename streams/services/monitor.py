@@ -287,7 +287,8 @@ async def consume_from_stored(settings: Settings, owner: OffsetOwner, topics: li
     loop of the monitor and of the shadow lane."""
     consumer = kafka_consumer(settings, group_id=owner.group, enable_auto_commit=False,
                                 auto_offset_reset="earliest", max_poll_records=batch, session_timeout_ms=6000,
-                                heartbeat_interval_ms=1000)  # fmt: skip
+                                heartbeat_interval_ms=1000,
+                                fetch_max_wait_ms=settings.beside_fetch_max_wait_ms)  # fmt: skip
     try:
         await start_with_retry(consumer, settings.broker, max(30.0, settings.connect_timeout_s))
         if not settings.group_leader_leaves:

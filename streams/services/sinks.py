@@ -92,6 +92,7 @@ async def run_sink(
         max_poll_records=BATCH,
         session_timeout_ms=6000,
         heartbeat_interval_ms=1000,
+        fetch_max_wait_ms=settings.beside_fetch_max_wait_ms,
     )
     producer = AIOKafkaProducer(**client_kwargs(settings), acks="all")
     reject = functools.partial(dead_letter, producer, Topics(settings.topic_prefix).dlq, table)
