@@ -12,11 +12,11 @@ import random
 from typing import Any
 
 import anthropic
+import orjson
 from anthropic.types import (
     AssistantMessageParam,
     CacheControlEphemeralParam,
     MessageParam,
-    TextBlock,
     TextBlockParam,
     UserMessageParam,
 )
@@ -89,24 +89,33 @@ class AnthropicTextModel(PolicedTextModel):
 async def create_message(client: anthropic.AsyncAnthropic, name: str, **params: Any) -> tuple[str, TokenUsage]:
     """One Messages API call (the judge's and the text model's): the reply text and its usage. Rate limits,
     overload, 5xx, connection failures and unreadable bodies raise :class:`TransientCallError`; any other
-    failure :class:`JudgeError` naming ``name`` (never the key)."""
+    failure :class:`JudgeError` naming ``name`` (never the key).
+
+    The SDK builds, sends and checks the request (status errors included); the body is read with orjson rather
+    than into the SDK's response models, which cost about a third of a call's CPU in the worker for two fields
+    (``python -m ops.bench.gate llm``, BENCHMARKS.md)."""
     try:
-        message = await client.messages.create(**params)
+        raw = await client.messages.with_raw_response.create(**params)
+        return _reply(orjson.loads(await raw.http_response.aread()))
     except anthropic.APIStatusError as error:
         raise _status_error(name, error) from None
     except anthropic.APIConnectionError as error:
         raise TransientCallError(f"connection failed ({type(error).__name__})") from None
     except anthropic.AnthropicError as error:
         raise JudgeError(f"{name}: the API call failed ({type(error).__name__})") from None
-    except ValueError as error:  # a truncated or non-JSON body: the SDK's json decode error; worth a retry
+    except (ValueError, KeyError, TypeError) as error:  # a truncated, non-JSON or malformed body: worth a retry
         raise TransientCallError(f"unreadable response body ({type(error).__name__})") from None
-    text = "".join(block.text for block in message.content if isinstance(block, TextBlock))
-    usage = message.usage
+
+
+def _reply(body: dict[str, Any]) -> tuple[str, TokenUsage]:
+    """The text blocks and the usage of a Messages API response body."""
+    text = "".join(block["text"] for block in body["content"] if block.get("type") == "text")
+    usage = body["usage"]
     return text, TokenUsage(
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_input_tokens=usage.cache_read_input_tokens or 0,
-        cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
+        input_tokens=usage["input_tokens"],
+        output_tokens=usage["output_tokens"],
+        cache_read_input_tokens=usage.get("cache_read_input_tokens") or 0,
+        cache_creation_input_tokens=usage.get("cache_creation_input_tokens") or 0,
     )
 
 
