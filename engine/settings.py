@@ -159,7 +159,7 @@ class Settings(BaseSettings):
     beside_fetch_max_wait_ms: Annotated[int, Field(ge=0, le=60_000)] = 200
     """The starting fetch wait of the consumers beside the verdict path (the sinks, the drift monitor, the shadow
     lane): their records arrive up to about half of it later, and an idle worker polls the broker far less
-    (each consumer at 10 ms cost an idle worker about 3 % of a core; docs/operations.md)."""
+    (each at 10 ms cost about 3 % of a core) ([operations](operations.md#cpu-at-rest-fetch-waits))."""
     web_host: Name = "127.0.0.1"
     """Address of a worker's `/health`, `/stats` and `/metrics`."""
     web_port: Annotated[int, Field(ge=1, le=65_535)] = 6066
