@@ -154,7 +154,7 @@ class Settings(BaseSettings):
     step_deadline_s: Seconds = 10.0
     """Deadline of one orchestrator step's interventions."""
     fetch_max_wait_ms: Annotated[int, Field(ge=0, le=60_000)] = 10
-    """The consumers' starting fetch wait (the embedded broker's long poll sleeps about half of it per hop); it
+    """The verdict path's starting fetch wait (the embedded broker's long poll sleeps about half of it per hop); it
     doubles, up to 2 s, while the broker answers without records it has (docs/known-issues.md)."""
     beside_fetch_max_wait_ms: Annotated[int, Field(ge=0, le=60_000)] = 200
     """The starting fetch wait of the consumers beside the verdict path (the sinks, the drift monitor, the shadow
