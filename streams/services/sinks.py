@@ -83,17 +83,10 @@ async def run_sink(
     ``started`` is called once the consumer and the dead-letter producer are connected to the broker; every
     retry (connecting, writing) is told to ``on_retry``."""
     topic, model = _source(settings, table)
-    consumer = kafka_consumer(
-        settings,
-        topic,
-        group_id=sink_group(settings, table),
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        max_poll_records=BATCH,
-        session_timeout_ms=6000,
-        heartbeat_interval_ms=1000,
-        fetch_max_wait_ms=settings.beside_fetch_max_wait_ms,
-    )
+    consumer = kafka_consumer(settings, topic, group_id=sink_group(settings, table), enable_auto_commit=False,
+                              auto_offset_reset="earliest", max_poll_records=BATCH, session_timeout_ms=6000,
+                              heartbeat_interval_ms=1000,
+                              fetch_max_wait_ms=settings.beside_fetch_max_wait_ms)  # fmt: skip
     producer = AIOKafkaProducer(**client_kwargs(settings), acks="all")
     reject = functools.partial(dead_letter, producer, Topics(settings.topic_prefix).dlq, table)
     try:  # a consumer or producer cancelled while it starts (an early Ctrl-C) is closed too
