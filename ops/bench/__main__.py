@@ -65,6 +65,7 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
     ),
     "llm_gate_p99_ms": ("verdict p99, same load", "—", None),
     "llm_gate_drafts_per_s": ("drafts per second, same load (offered: 40/s)", "—", None),
+    "llm_gate_worker_cpu_ms_per_draft": ("the worker's CPU per judged draft, same load (ms, /proc)", "—", None),
     "llm_gate_sequential_p50_ms": ("verdict p50, dimensions one after another (TinyTroupe)", "—", None),
     "judge_input_tokens_per_check": ("input tokens per judge call, from the prompts sent", "—", None),
     "judge_cacheable_prefix_fraction": ("share of input tokens read from or written to the cache", "—", None),

@@ -29,6 +29,16 @@ def merge_results(path: Path, new: dict[str, Any]) -> None:
     scratch.replace(path)
 
 
+def process_cpu_s(pid: int) -> float | None:
+    """CPU time (user + system, seconds) a running process has used so far, from ``/proc``; None where there is
+    no ``/proc`` or the process is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():

@@ -4,7 +4,8 @@
 - ``gate_algorithmic_drafts_per_s``: the gate with similarity on for 200 agents, no LLM dimension, every output
   record written (verdict, message, correction log);
 - ``llm_gate_*``: four LLM dimensions through the real ``anthropic`` SDK against the local Messages-API server
-  answering after 200 ms, 200 agents, parallel (ours) and sequential (TinyTroupe's way);
+  answering after 200 ms, 200 agents, parallel (ours) and sequential (TinyTroupe's way), with the worker's CPU time
+  per judged draft (``llm_gate_worker_cpu_ms_per_draft``: at the offered load the verdict waits mostly for CPU);
 - ``judge_input_tokens_per_check`` / ``judge_cacheable_prefix_fraction``: from the prompts actually sent;
 - ``sink_rows_per_s``: correction-log rows into PostgreSQL; ``worker_ready_s``: process start → partitions.
 
@@ -27,7 +28,7 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from engine.settings import Settings
-from ops.bench.common import RESULTS_PATH, merge_results
+from ops.bench.common import RESULTS_PATH, merge_results, process_cpu_s
 from streams.embedded import EmbeddedStack, WorkerProcess, free_port, start_stack
 from streams.store import Store
 from streams.wire.kafka import create_topics
@@ -296,10 +297,10 @@ async def llm_gate(stack: EmbeddedStack, base_url: str, *, parallel: bool, draft
     worker = _worker(stack, settings, "anthropic", env).start(timeout_s=60)
     try:
         async with GateClient(settings=settings, timeout_s=60) as gate:
-            started = time.monotonic()
+            started, cpu_before = time.monotonic(), _worker_cpu_s(worker)
             results = await asyncio.gather(*(_timed_check(gate, agents[i % AGENTS], i, started + i / rate_per_s)
                                              for i in range(drafts)))  # fmt: skip
-            elapsed = max(done for _, done, _ in results) - started
+            elapsed, cpu_s = max(done for _, done, _ in results) - started, _worker_cpu_s(worker) - cpu_before
     finally:
         worker.stop()
     latencies = [latency for latency, _, _ in results]
@@ -308,11 +309,19 @@ async def llm_gate(stack: EmbeddedStack, base_url: str, *, parallel: bool, draft
     cached = sum(u["cache_read_input_tokens"] + u["cache_creation_input_tokens"] for u in usage)
     calls = sum(u["calls"] for u in usage)
     name = "llm_gate_staged" if staged else "llm_gate" if parallel else "llm_gate_sequential"
-    out = {f"{name}_p50_ms": float(np.percentile(latencies, 50)), f"{name}_p99_ms": float(np.percentile(latencies, 99))}
+    out = {f"{name}_p50_ms": float(np.percentile(latencies, 50)), f"{name}_p99_ms": float(np.percentile(latencies, 99)),
+           f"{name}_worker_cpu_ms_per_draft": cpu_s * 1000 / drafts}  # fmt: skip
     if parallel and not staged:
         out.update({"llm_gate_drafts_per_s": drafts / elapsed, "judge_input_tokens_per_check": total / max(calls, 1),
                     "judge_cacheable_prefix_fraction": cached / max(total, 1)})  # fmt: skip
     return out
+
+
+def _worker_cpu_s(worker: WorkerProcess) -> float:
+    """The worker's CPU time so far (NaN where ``/proc`` cannot tell): per judged draft, what the gate costs a
+    core beside the judge's own latency."""
+    cpu = process_cpu_s(worker.process.pid) if worker.process is not None else None
+    return float("nan") if cpu is None else cpu
 
 
 async def _timed_check(gate: Any, agent: str, n: int, at: float) -> tuple[float, float, dict[str, int]]:
