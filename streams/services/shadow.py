@@ -176,6 +176,8 @@ class ShadowService:
         return outcome
 
     def _samples(self, record: Record) -> list[Sample]:
+        if not self.cache.running():  # no shadow to sample for: the draft is not decoded (the gate's CPU)
+            return []
         try:
             draft = decode(Draft, record.value)
         except PayloadError:  # the gate dead-letters it
