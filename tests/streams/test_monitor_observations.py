@@ -10,6 +10,7 @@ import pytest
 
 from streams.services import monitor
 from streams.wire.payloads import CorrectionLog, encode
+from tests.spies import calls_of
 
 LOGS = "p.correction-logs"
 
@@ -22,16 +23,9 @@ def _log(attempt: int, scores: dict[str, Any]) -> bytes:
 
 
 @pytest.fixture
-def decoded(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    seen: list[Any] = []
-    real = monitor.decode  # type: ignore[attr-defined]
-
-    def decode(model: Any, raw: bytes) -> Any:
-        seen.append(model)
-        return real(model, raw)
-
-    monkeypatch.setattr(monitor, "decode", decode)
-    return seen
+def decoded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """The calls of ``monitor.decode``: (model, value)."""
+    return calls_of(monkeypatch, monitor, "decode")
 
 
 @pytest.mark.parametrize(
@@ -42,19 +36,19 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         _log(1, {"ideas_quantity": {"score": 3}}),  # a dimension the monitor does not follow
     ],
 )
-def test_logs_the_monitor_skips_are_not_validated(decoded: list[Any], value: bytes) -> None:
+def test_logs_the_monitor_skips_are_not_validated(decoded: list[tuple[Any, ...]], value: bytes) -> None:
     assert monitor.observations(LOGS, 0, 7, value, LOGS) == []
     assert decoded == []
 
 
-def test_a_first_attempts_scores_are_validated_and_observed(decoded: list[Any]) -> None:
+def test_a_first_attempts_scores_are_validated_and_observed(decoded: list[tuple[Any, ...]]) -> None:
     value = _log(1, {"adherence": {"score": 3}, "consistency": {"score": 8, "error": "timed out"}})
     found = monitor.observations(LOGS, 0, 7, value, LOGS)
     assert [(o.agent_id, o.dimension, o.score, o.record) for o in found] == [("michael", "adherence", 3.0, "draft:d1")]
-    assert decoded == [CorrectionLog]
+    assert [model for model, _ in decoded] == [CorrectionLog]
 
 
 @pytest.mark.parametrize("value", [b"not json", b"[]", b'{"dimension_scores": 3}'])
-def test_anything_unexpected_is_left_to_the_validation(decoded: list[Any], value: bytes) -> None:
+def test_anything_unexpected_is_left_to_the_validation(decoded: list[tuple[Any, ...]], value: bytes) -> None:
     assert monitor.observations(LOGS, 0, 7, value, LOGS) == []
-    assert decoded == [CorrectionLog]
+    assert [model for model, _ in decoded] == [CorrectionLog]

@@ -12,6 +12,7 @@ from engine.settings import Settings
 from engine.shadow import Shadow, ShadowStatus
 from streams.services import shadow as lane
 from streams.services.shadow import Record, ShadowCache, ShadowService
+from tests.spies import calls_of
 
 
 def _service(cache: ShadowCache) -> ShadowService:
@@ -23,14 +24,7 @@ def _service(cache: ShadowCache) -> ShadowService:
 
 @pytest.mark.parametrize("status", [None, ShadowStatus.STOPPED])
 def test_drafts_are_not_decoded_while_no_shadow_runs(monkeypatch: pytest.MonkeyPatch, status: Any) -> None:
-    decoded: list[bytes] = []
-    real = lane.decode  # type: ignore[attr-defined]
-
-    def decode(model: Any, raw: bytes) -> Any:
-        decoded.append(raw)
-        return real(model, raw)
-
-    monkeypatch.setattr(lane, "decode", decode)
+    decoded = calls_of(monkeypatch, lane, "decode")
     cache = ShadowCache()
     if status is not None:
         cache.replace([Shadow("strict", "*", sample=1.0, status=status)])
