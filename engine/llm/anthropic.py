@@ -92,17 +92,19 @@ async def create_message(client: anthropic.AsyncAnthropic, name: str, **params: 
     failure :class:`JudgeError` naming ``name`` (never the key).
 
     The SDK builds, sends and checks the request (status errors included); the body is read with orjson rather
-    than into the SDK's response models, which cost about a third of a call's CPU in the worker for two fields
+    than into the SDK's response models, which cost about a quarter of a call's CPU in the worker for two fields
     (``python -m ops.bench.gate llm``, BENCHMARKS.md)."""
     try:
         raw = await client.messages.with_raw_response.create(**params)
-        return _reply(orjson.loads(await raw.http_response.aread()))
+        body = await raw.http_response.aread()
     except anthropic.APIStatusError as error:
         raise _status_error(name, error) from None
     except anthropic.APIConnectionError as error:
         raise TransientCallError(f"connection failed ({type(error).__name__})") from None
     except anthropic.AnthropicError as error:
         raise JudgeError(f"{name}: the API call failed ({type(error).__name__})") from None
+    try:
+        return _reply(orjson.loads(body))
     except (ValueError, KeyError, TypeError) as error:  # a truncated, non-JSON or malformed body: worth a retry
         raise TransientCallError(f"unreadable response body ({type(error).__name__})") from None
 
