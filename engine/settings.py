@@ -204,11 +204,12 @@ class Settings(BaseSettings):
     the session timeout gets its partitions back without a rebalance, on Kafka ≥ 2.3; the embedded broker does
     not honour it ([operations](operations.md#rolling-deploys-and-scale-events)); empty: off."""
     group_leader_leaves: bool = False
-    """A stopping worker that leads its consumer group sends LeaveGroup, so its partitions move at once. Off by
-    default for the embedded broker, which keeps a departed leader of a forming group as leader for good
+    """A stopping worker that leads its consumer group always sends LeaveGroup, so its partitions move at once. Off
+    by default for the embedded broker, which keeps a departed leader of a forming group as leader for good
     ([known issues](known-issues.md#a-leader-that-leaves-a-forming-group-stays-its-leader-no-member-ever-syncs-again)):
-    there a leader of two or more workers lets its session time out instead. Turn it on with Kafka (compose does).
-    The sinks', the monitor's and the shadow lane's groups follow it too."""
+    there a leader of two or more workers leaves only while its group is formed and lets its session time out
+    during a rebalance, and the other workers end a departed leader the broker kept. Turn it on with Kafka
+    (compose does). The sinks', the monitor's and the shadow lane's groups follow it too."""
     ready_bound_s: Seconds = 30.0
     """A worker still starting, joining its consumer group, restoring its tables or resuming after this long logs
     one warning line with the reason, and `/health` names the phase with its duration (`"waiting_for":

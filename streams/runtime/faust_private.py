@@ -12,12 +12,16 @@ the upper bounds of faust-streaming, mode-streaming and aiokafka for the same re
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
 
 from aiokafka import TopicPartition
+from aiokafka.errors import KafkaError
+from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 from faust.streams import _current_event
 from faust.types import TP
 
@@ -56,6 +60,13 @@ PRIVATE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("aiokafka.consumer.consumer:AIOKafkaConsumer", "_coordinator", "attribute"),
     ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_group_subscription", "attribute"),
     ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_maybe_leave_group", "method"),
+    ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_send_req", "method"),
+    ("aiokafka.consumer.group_coordinator:BaseCoordinator", "_client", "attribute"),
+    ("aiokafka.protocol.group:JoinGroupRequest", "_group", "attribute"),
+    ("aiokafka.protocol.group:JoinGroupRequest", "_session_timeout", "attribute"),
+    ("aiokafka.protocol.group:JoinGroupRequest", "_rebalance_timeout", "attribute"),
+    ("aiokafka.protocol.group:JoinGroupRequest", "_protocol_type", "attribute"),
+    ("aiokafka.protocol.group:JoinGroupRequest", "_group_protocols", "attribute"),
     ("faust.transport.drivers.aiokafka:AIOKafkaConsumerThread", "_consumer", "attribute"),
     ("aiokafka.consumer.consumer:AIOKafkaConsumer", "_fetch_max_wait_ms", "attribute"),
     ("aiokafka.consumer.fetcher:Fetcher", "_records", "attribute"),
@@ -141,24 +152,103 @@ def kafka_consumer(thread: Any) -> Any:
     return getattr(thread, "_consumer", None)
 
 
-def leave_group_unless_leader(kafka_consumer: Any, on_skip: Any, alone: Any) -> None:
+def leave_group_unless_leader(
+    kafka_consumer: Any, on_skip: Any, alone: Any, *, formed_after_s: float | None = None
+) -> None:
     """When the consumer stops, it sends LeaveGroup unless it was elected leader at its latest join and was not
     alone in the group then (``alone()``); such a leader's membership ends by its session timeout instead
     (``on_skip()`` is called then). See docs/known-issues.md, "A leader that leaves a forming group": the embedded
-    broker keeps a departed leader of a forming group as its leader for good."""
+    broker keeps a departed leader of a forming group as its leader for good. With ``formed_after_s`` such a
+    leader still leaves when, that many seconds after its stop began (a follower stopped at the same moment has
+    left by then), a heartbeat of its generation says the group is formed (no member joined or left since its
+    assignment): a formed group's leave clears the leader. A member's leave or join can still land between that
+    heartbeat and the leave; the other members then heal the group (:func:`heal_departed_leader`)."""
     coordinator = getattr(kafka_consumer, "_coordinator", None)
     if coordinator is None or not hasattr(coordinator, "_group_subscription"):
         return  # no group (a client-only consumer)
     leave = coordinator._maybe_leave_group
 
     async def maybe_leave() -> None:
-        if coordinator._group_subscription is not None and not alone():  # set by the leader's assignment
+        leads = coordinator._group_subscription is not None and not alone()  # set by the leader's assignment
+        if leads and not (formed_after_s is not None and await _group_formed(coordinator, formed_after_s)):
             on_skip()
             coordinator.reset_generation()
             return
         await leave()
 
     coordinator._maybe_leave_group = maybe_leave
+
+
+async def _group_formed(coordinator: Any, after_s: float) -> bool:
+    """A heartbeat of the member's generation, sent ``after_s`` from now, is answered without an error: its group
+    is formed."""
+    await asyncio.sleep(after_s)
+    request = HeartbeatRequest(coordinator.group_id, coordinator.generation, coordinator.member_id)
+    try:
+        response = await coordinator._send_req(request)
+    except KafkaError:
+        return False
+    return bool(response.error_code == 0)
+
+
+class _DepartedLeader:
+    """Follows one member's JoinGroup and SyncGroup answers: the same other member named leader for ``stuck_s``
+    without a sync in between is a departed leader the broker kept (docs/known-issues.md)."""
+
+    def __init__(self, stuck_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.stuck_s = stuck_s
+        self.clock = clock
+        self.leader = ""
+        self.since = 0.0
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    def saw(self, request: Any, response: Any) -> str:
+        """The departed leader to end, or ""."""
+        api, ok = getattr(request, "API_KEY", None), getattr(response, "error_code", None) == 0
+        if api == SyncGroupRequest.API_KEY and ok:
+            self.leader = ""
+        elif api == JoinGroupRequest.API_KEY and ok:
+            leader, now = response.leader_id, self.clock()
+            if leader == response.member_id:
+                self.leader = ""
+            elif leader != self.leader:
+                self.leader, self.since = leader, now
+            elif now - self.since >= self.stuck_s:
+                self.since = now  # at most once per stuck_s
+                return str(leader)
+        return ""
+
+
+def heal_departed_leader(kafka_consumer: Any, stuck_s: float, on_heal: Callable[[str], None]) -> None:
+    """Once the consumer has started: when its group names the same other member leader for ``stuck_s`` without
+    completing a rebalance, join once as that member (on a connection of its own) and send nothing more. The
+    broker then holds the departed leader as a member again, evicts it when its session runs out, and clears the
+    leader with it; the next join elects a live member. A live leader named that long only has its join
+    metadata replaced until its own next join: one more generation, nothing lost."""
+    coordinator = getattr(kafka_consumer, "_coordinator", None)
+    if coordinator is None or not hasattr(coordinator, "_send_req"):
+        return
+    send, watch = coordinator._send_req, _DepartedLeader(stuck_s)
+
+    async def observed(request: Any) -> Any:
+        response = await send(request)
+        if leader := watch.saw(request, response):
+            on_heal(leader)
+            task = asyncio.ensure_future(_join_as(coordinator, request, leader))
+            watch.tasks.add(task)
+            task.add_done_callback(watch.tasks.discard)
+        return response
+
+    coordinator._send_req = observed
+
+
+async def _join_as(coordinator: Any, request: Any, member_id: str) -> None:
+    join = JoinGroupRequest(request._group, request._session_timeout, request._rebalance_timeout, member_id, None,
+                            request._protocol_type, request._group_protocols)  # fmt: skip
+    try:
+        await coordinator._client.send(coordinator.coordinator_id, join)
+    except KafkaError as exc:
+        log.warning("joining as the departed leader %s failed: %r (tried again later)", member_id, exc)
 
 
 def group_leader_stays(kafka_consumer: Any) -> None:

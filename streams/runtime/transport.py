@@ -41,6 +41,7 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
         _probe: AIOKafkaConsumer | None = None
         fetch_wait: fetchwait.FetchWait | None = None  # the worker consumer's (its /health reads it)
         leader_leaves = settings.group_leader_leaves
+        heal_after_s = departed_after_s(settings)
         skipped: collections.deque[SkippedBatch]  # undecodable batches, reported by FastLanes (thread-safe)
 
         async def _fetch_records(self, consumer: Any, active_partitions: Any, *args: Any, **kwargs: Any) -> Any:
@@ -113,21 +114,36 @@ class OrderlyClose:
     """
 
     leader_leaves = False  # settings.group_leader_leaves
+    heal_after_s = 0.0  # departed_after_s(settings)
+
+    async def on_start(self) -> None:
+        """Once the Kafka consumer has started, it heals a group whose leader departed while it formed."""
+        await super().on_start()  # type: ignore[misc]
+        if not self.leader_leaves and (consumer := private.kafka_consumer(self)) is not None:
+            private.heal_departed_leader(consumer, self.heal_after_s, _departed_leader)
 
     def close(self) -> None:
         log.info("a rebalance reached the stopping worker: its consumer leaves the group as it stops")
 
     async def on_thread_stop(self) -> None:
-        """The orderly stop: a group leader with other members does not send LeaveGroup (docs/known-issues.md,
-        "A leader that leaves a forming group"); its session times out instead, and the group forms again
-        without it. A leader alone in its group at its latest assignment (``drift up``) leaves at once: its group
-        is formed, and a formed group's leave clears the leader. With ``DRIFT_GROUP_LEADER_LEAVES`` every worker
-        leaves at once."""
+        """The orderly stop: a group leader with other members sends LeaveGroup only while a heartbeat says its
+        group is formed (docs/known-issues.md, "A leader that leaves a forming group"); during a rebalance its
+        session times out instead, and the group forms again without it. A leader alone in its group at its latest
+        assignment (``drift up``) leaves at once: its group is formed, and a formed group's leave clears the
+        leader. With ``DRIFT_GROUP_LEADER_LEAVES`` every worker leaves at once."""
         app: Any = getattr(self, "app", None)
         stays = not self.leader_leaves  # DRIFT_GROUP_LEADER_LEAVES: a broker without the bug (Kafka)
         if stays and (consumer := private.kafka_consumer(self)) is not None and app is not None:
-            private.leave_group_unless_leader(consumer, _leader_stays, lambda: members_seen(app) == 1)
+            private.leave_group_unless_leader(
+                consumer, _leader_stays, lambda: members_seen(app) == 1, formed_after_s=LEADER_LEAVE_AFTER_S
+            )
         await super().on_thread_stop()  # type: ignore[misc]
+
+
+#: A stopping leader asks whether its group is formed this long after its consumer stopped: a follower stopped at
+#: the same moment (``docker compose restart``) has sent its LeaveGroup by then, so the leader sees the group
+#: rebalancing and stays, instead of leaving in the same millisecond (seen in ``ops.restart_loop --mode both``).
+LEADER_LEAVE_AFTER_S = 0.3
 
 
 def members_seen(app: Any) -> int:
@@ -136,7 +152,24 @@ def members_seen(app: Any) -> int:
 
 
 def _leader_stays() -> None:
-    log.info("this worker leads its consumer group: it does not send LeaveGroup, its session times out instead")
+    log.info("this worker leads its consumer group, which is rebalancing: it does not send LeaveGroup, its session "
+             "times out instead")  # fmt: skip
+
+
+def departed_after_s(settings: Settings) -> float:
+    """How long the group may name another member leader without a completed rebalance before that leader counts
+    as departed: a live leader rejoins within a session and its revocation, and a departed one the broker holds
+    again (:func:`streams.runtime.faust_private.heal_departed_leader`) must be evicted (half a session of join,
+    one session) before it is named again."""
+    return 2 * settings.group_session_timeout_s + settings.group_rebalance_timeout_s
+
+
+def _departed_leader(leader: str) -> None:
+    log.warning(
+        "the consumer group has named %s leader without completing a rebalance: the embedded broker keeps "
+        "a departed leader (docs/known-issues.md); joining once as that member so its session ends",
+        leader,
+    )
 
 
 def requested_partitions(active: AbstractSet[TP] | None) -> set[TP] | None:
