@@ -21,7 +21,7 @@ from typing import Any
 
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
-from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
+from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 from faust.streams import _current_event
 from faust.types import TP
 
@@ -61,6 +61,7 @@ PRIVATE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_group_subscription", "attribute"),
     ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_maybe_leave_group", "method"),
     ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_send_req", "method"),
+    ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_group_instance_id", "attribute"),
     ("aiokafka.consumer.group_coordinator:BaseCoordinator", "_client", "attribute"),
     ("aiokafka.protocol.group:JoinGroupRequest", "_group", "attribute"),
     ("aiokafka.protocol.group:JoinGroupRequest", "_session_timeout", "attribute"),
@@ -174,9 +175,22 @@ def leave_group_unless_leader(
             on_skip()
             coordinator.reset_generation()
             return
+        await _leave_generation_zero(coordinator)
         await leave()
 
     coordinator._maybe_leave_group = maybe_leave
+
+
+async def _leave_generation_zero(coordinator: Any) -> None:
+    """aiokafka sends LeaveGroup only from a generation above 0 (Kafka's first is 1); the embedded broker numbers a
+    group's first generation 0, so a member that never saw a second one (two workers started together, ``drift
+    up`` alone) would leave by its session timing out. Send it here; aiokafka's own leave then only resets."""
+    if coordinator.generation != 0 or coordinator._group_instance_id is not None:
+        return
+    try:
+        await coordinator._send_req(LeaveGroupRequest(coordinator.group_id, coordinator.member_id))
+    except KafkaError as exc:
+        log.warning("LeaveGroup of generation 0 failed: %r", exc)
 
 
 async def _group_formed(coordinator: Any, after_s: float) -> bool:

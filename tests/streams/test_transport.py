@@ -367,18 +367,26 @@ class StandInCoordinator:
 
     group_id, member_id = "drift-worker", "member-1"
 
-    def __init__(self, leader: bool, formed: bool = False) -> None:
+    _group_instance_id = None
+
+    def __init__(self, leader: bool, formed: bool = False, generation: int = 3) -> None:
         self._group_subscription = {"drafts"} if leader else None  # set by the leader's assignment
-        self.generation = 3
+        self.generation = generation
         self.formed = formed  # a heartbeat of the generation is answered without an error
-        self.left: list[int] = []
+        self.left: list[int] = []  # the generations LeaveGroup was sent from
+        self.aiokafka_left: list[int] = []  # the generations aiokafka's own leave ran at
 
     async def _send_req(self, request: Any) -> Any:
+        if request.API_KEY == 13:  # LeaveGroup
+            self.left.append(self.generation)
+            return types.SimpleNamespace(error_code=0)
         assert (request.API_KEY, request._generation_id) == (12, self.generation)  # a Heartbeat of its generation
         return types.SimpleNamespace(error_code=0 if self.formed else 27)  # 27: REBALANCE_IN_PROGRESS
 
-    async def _maybe_leave_group(self) -> None:
-        self.left.append(self.generation)
+    async def _maybe_leave_group(self) -> None:  # aiokafka's: LeaveGroup from a generation above 0 only
+        self.aiokafka_left.append(self.generation)
+        if self.generation > 0:
+            self.left.append(self.generation)
 
     def reset_generation(self) -> None:
         self.generation = -1
@@ -456,3 +464,19 @@ def test_a_leader_named_without_a_sync_for_the_bound_counts_as_departed_a_comple
     assert joined("other", 149) == ""
     assert joined("me", 200) == ""  # this member leads
     assert joined("other", 205, error=27) == ""  # failed joins name no leader
+
+
+async def test_a_member_of_the_embedded_brokers_generation_0_sends_leave_group_itself() -> None:
+    """aiokafka leaves only from a generation above 0; the embedded broker's first generation is 0, so two workers
+    started together (or ``drift up`` alone) would leave by their sessions timing out."""
+    from streams.runtime import faust_private
+
+    for generation, left in ((0, [0]), (3, [3])):
+        coordinator = StandInCoordinator(False, generation=generation)
+
+        class KafkaConsumer:
+            _coordinator = coordinator
+
+        faust_private.group_leader_stays(KafkaConsumer())
+        await coordinator._maybe_leave_group()
+        assert (coordinator.left, coordinator.aiokafka_left) == (left, [generation])
