@@ -16,7 +16,6 @@ from engine.errors import ConfigurationError
 from engine.judges.base import Judge
 from engine.judges.llm import CallPolicy
 from engine.judges.offline import OfflineJudge
-from engine.judges.openai_compat import OpenAICompatibleJudge
 from engine.judges.replay import RecordingJudge, ReplayJudge
 from engine.judges.scripted import ScriptedJudge
 from engine.retry import RetryCounter, no_count
@@ -74,6 +73,8 @@ def _build(
             policy=policy,
         )
     if kind == "openai-compatible":
+        from engine.judges.openai_compat import OpenAICompatibleJudge  # httpx (and its CLI's rich): only here
+
         return OpenAICompatibleJudge(
             base_url=settings.openai_base_url,
             model=argument or settings.openai_model,

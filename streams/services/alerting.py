@@ -15,8 +15,7 @@ import asyncio
 import logging
 from collections import Counter
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from engine.errors import ConfigurationError
 from engine.evaluation.baseline import Baseline, load_baseline
@@ -26,6 +25,9 @@ from engine.monitor.stream import StreamPolicy
 from engine.settings import Settings
 from streams.services.configs import ConfigCache
 from streams.wire.payloads import Alert
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 WEBHOOK_QUEUE = 100
@@ -99,12 +101,16 @@ class Webhook:
 
     async def run(self) -> None:
         """Drain the queue until cancelled."""
+        import httpx  # with its CLI's rich, a tenth of a worker's start-up: only where a webhook is configured
+
         async with httpx.AsyncClient(timeout=WEBHOOK_TIMEOUT_S) as client:
             while True:
                 alert = await self._queue.get()
                 await self._post(client, alert)
 
     async def _post(self, client: httpx.AsyncClient, alert: Alert) -> None:
+        import httpx
+
         body = {"text": alert_text(alert), "alert": alert.model_dump(mode="json")}
         for attempt in range(1, WEBHOOK_TRIES + 1):
             try:
