@@ -23,36 +23,17 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 
 from engine.checks import TokenizedMessage, jaccard_similarity_tokenized, prepare
 from engine.errors import JudgeError
 from engine.judges.base import Judge
-from engine.models import ZERO_USAGE, AgentConfig, Dimension, TokenUsage
+from engine.models import ZERO_USAGE, AgentConfig, Decision, Dimension, Outcome, TokenUsage
 from engine.propositions import ACTION_LEVEL_WINDOW_DEFAULTS, PropositionSet, Window
 from engine.scoring import DimensionScore, ScoringTarget, score_dimension
 
 log = logging.getLogger(__name__)
 DEFAULT_DIMENSION_DEADLINE_S = 5.0
 RECENT_FOR_SIMILARITY = 5
-
-
-class Decision(StrEnum):
-    COMMIT = "commit"
-    RETRY = "retry"
-    REJECT = "reject"
-    SKIP = "skip"  # the agent chose silence: nothing to commit
-
-
-class Outcome(StrEnum):
-    PASSED = "passed"
-    PASSED_AFTER_RETRY = "passed_after_retry"
-    FORCED_THROUGH = "forced_through"
-    TIMEOUT_PASS_THROUGH = "timeout_pass_through"  # noqa: S105 (an outcome, not a password)
-    CORRECTED = "corrected"
-    REJECTED = "rejected"
-    SKIPPED = "skipped"
-    NOT_GATED_YET = "not_gated_yet"  # fewer committed actions than minimum_required_qty_of_actions
 
 
 @dataclass(frozen=True, slots=True)

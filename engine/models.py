@@ -41,6 +41,26 @@ EVALUATION_DIMENSIONS: tuple[Dimension, ...] = (
 )
 
 
+# The gate's decision and outcome live here, not in engine.gate, so the wire's payloads (and every command that
+# reads a topic or the store) need neither the gate nor its checks' numpy.
+class Decision(StrEnum):
+    COMMIT = "commit"
+    RETRY = "retry"
+    REJECT = "reject"
+    SKIP = "skip"  # the agent chose silence: nothing to commit
+
+
+class Outcome(StrEnum):
+    PASSED = "passed"
+    PASSED_AFTER_RETRY = "passed_after_retry"
+    FORCED_THROUGH = "forced_through"
+    TIMEOUT_PASS_THROUGH = "timeout_pass_through"  # noqa: S105 (an outcome, not a password)
+    CORRECTED = "corrected"
+    REJECTED = "rejected"
+    SKIPPED = "skipped"
+    NOT_GATED_YET = "not_gated_yet"  # fewer committed actions than minimum_required_qty_of_actions
+
+
 class TargetType(StrEnum):
     AGENT = "agent"
     ENVIRONMENT = "environment"

@@ -23,7 +23,6 @@ from engine.gate import (
     RECENT_FOR_SIMILARITY,
     AttemptResult,
     AttemptSummary,
-    Decision,
     GateDecision,
     decide,
     pre_decision,
@@ -32,7 +31,7 @@ from engine.gate import (
 from engine.judges.base import Judge
 from engine.judges.budget import GATE_LANE
 from engine.library import PropositionLibrary
-from engine.models import AgentConfig, Event, Persona
+from engine.models import AgentConfig, Decision, Event, Persona
 from engine.scoring import ScoringTarget
 from engine.settings import Settings
 from engine.stepped_log import Held

@@ -17,7 +17,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from engine.errors import PayloadError
-from engine.gate import Decision, Outcome
+from engine.models import Decision, Outcome
 
 MAX_TEXT_BYTES = 32 * 1024
 MAX_ID_CHARS = 128

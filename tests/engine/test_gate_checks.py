@@ -10,10 +10,10 @@ import pytest
 
 from engine.checks import prepare
 from engine.errors import JudgeOutputError
-from engine.gate import Outcome, decide, run_checks
+from engine.gate import decide, run_checks
 from engine.judges.base import JudgeRequest, JudgeResult
 from engine.judges.scripted import ScriptedJudge
-from engine.models import AgentConfig, Dimension, Event
+from engine.models import AgentConfig, Dimension, Event, Outcome
 from engine.propositions import Proposition, PropositionSet
 from engine.scoring import ScoringTarget
 from tests.engine.conftest import ConfigFactory

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.gate import AttemptSummary, Decision, Outcome, SimilarityCheck, decide, gate_active
-from engine.models import AgentConfig, Dimension
+from engine.gate import AttemptSummary, SimilarityCheck, decide, gate_active
+from engine.models import AgentConfig, Decision, Dimension, Outcome
 from tests.engine.conftest import CheckFactory, ResultFactory, build_check, build_result
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.gate import AttemptSummary, Decision, Outcome, decide, pre_decision
-from engine.models import AgentConfig, Dimension
+from engine.gate import AttemptSummary, decide, pre_decision
+from engine.models import AgentConfig, Decision, Dimension, Outcome
 from tests.engine.conftest import CheckFactory, ResultFactory
 
 GATED = AgentConfig(gate_adherence_enabled=True)

@@ -6,8 +6,8 @@ import asyncio
 
 import orjson
 
-from engine.gate import AttemptResult, Decision, DimensionCheck, GateDecision, Outcome, SimilarityCheck
-from engine.models import Dimension, TokenUsage
+from engine.gate import AttemptResult, DimensionCheck, GateDecision, SimilarityCheck
+from engine.models import Decision, Dimension, Outcome, TokenUsage
 from streams.runtime.dispatch import KeyedDispatcher
 from streams.services.gate import remember_commit, utcnow_iso
 from streams.services.records import build_log, build_verdict, committed_message

@@ -102,7 +102,7 @@ async def test_the_verdict_record_is_on_the_broker_before_the_verdict_is_sent() 
 
 
 def test_the_wire_enums_have_one_source_of_truth() -> None:
-    from engine.gate import Decision, Outcome
+    from engine.models import Decision, Outcome
     from streams.wire.payloads import CorrectionLog, Verdict
 
     for model in (Verdict, CorrectionLog):

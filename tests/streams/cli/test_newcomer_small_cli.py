@@ -17,7 +17,7 @@ import typer
 from typer.testing import CliRunner
 
 from engine.errors import DriftError, FileIssue
-from engine.gate import Outcome
+from engine.models import Outcome
 from streams.cli import app
 
 runner = CliRunner()
