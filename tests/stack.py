@@ -30,11 +30,18 @@ from streams.wire.kafka import create_topics
 REPO = Path(__file__).resolve().parents[1]
 DRIFT = str(Path(sys.executable).parent / "drift")
 
-#: The consumer-group timing of the suite's workers: a 3 s session (the default is 6; Kafka's stock minimum, see
-#: group_session_timeout_s in docs/reference.md) halves the group join of every worker start and every rebalance on
-#: the embedded broker, and a SIGKILLed worker's partitions move after 3 s, not 6. No test asserts a figure tied to
-#: the session timeout; those that kill workers assert what happens once the partitions moved, whenever that is.
-FAST_GROUP = {"DRIFT_GROUP_SESSION_TIMEOUT_S": "3"}
+#: The broker timing of the suite's workers and clients, not the defaults:
+#:
+#: - a 3 s group session (the default is 6; Kafka's stock minimum, see group_session_timeout_s in
+#:   docs/reference.md) halves the group join of every worker start and every rebalance on the embedded broker, and
+#:   a SIGKILLed worker's partitions move after 3 s, not 6. No test asserts a figure tied to the session timeout;
+#:   those that kill workers assert what happens once the partitions moved, whenever that is;
+#: - a 50 ms verdict-path fetch wait (the default is 10 ms): on the embedded broker a consumer asks about every half
+#:   wait when nothing comes, so an idle worker and its broker burn 0.59 cores at 10 ms and 0.25 at 50 ms
+#:   (docs/operations.md, "CPU at rest"), and the suite's workers are idle most of their lives: 14 % less CPU over
+#:   three e2e files. A hop then takes up to 25 ms instead of 5; no test asserts a latency that close.
+SUITE_FETCH_WAIT_MS = 50
+SUITE_TIMING = {"DRIFT_GROUP_SESSION_TIMEOUT_S": "3", "DRIFT_FETCH_MAX_WAIT_MS": str(SUITE_FETCH_WAIT_MS)}
 
 
 @dataclass
@@ -58,6 +65,7 @@ class Stack:
         return url
 
     def settings(self, prefix: str, **changes: Any) -> Settings:
+        changes.setdefault("fetch_max_wait_ms", SUITE_FETCH_WAIT_MS)  # the tests' own clients: SUITE_TIMING
         return Settings(broker=self.broker.bootstrap, database_url=self.database.url, topic_prefix=prefix, **changes)
 
 
@@ -89,7 +97,7 @@ class Scenario:
         """An ``ops.chaos`` stage on this test's slice of the shared stack (its workers with the suite's short
         group session)."""
         return Stage(self.stack.broker.bootstrap, self.stack.database.url, self.tmp, prefix=self.prefix,
-                     worker_env=FAST_GROUP)  # fmt: skip
+                     worker_env=SUITE_TIMING)  # fmt: skip
 
     async def create_topics(self, partitions: int = 3) -> None:
         await create_topics(self.settings, partitions=partitions)
@@ -104,7 +112,7 @@ class Scenario:
             "DRIFT_DATABASE_URL": self.stack.database.url,
             "DRIFT_WEB_PORT": str(free_port()),
             "DRIFT_JUDGE_DEADLINE_S": "1.5",
-            **FAST_GROUP,
+            **SUITE_TIMING,
             **(env or {}),
         }
         environ.pop("ANTHROPIC_API_KEY", None)

@@ -37,7 +37,7 @@ from engine.simulation.plan import plan_sessions
 from engine.simulation.population import BUNDLED_TINY
 from engine.simulation.scenario import load_scenario
 from streams.store import Store
-from tests.stack import REPO, Scenario, eventually
+from tests.stack import REPO, SUITE_TIMING, Scenario, eventually
 
 SCENARIO, DEBATE = "brainstorming-average", "debate-controversial"
 DRIFT_AFTER = 3
@@ -84,7 +84,7 @@ def drift(scenario: Scenario, *args: str) -> list[str]:
 
 
 def env(scenario: Scenario) -> dict[str, str]:
-    environ = {**os.environ, "DRIFT_DATABASE_URL": scenario.stack.database.url, "COLUMNS": "200"}
+    environ = {**os.environ, **SUITE_TIMING, "DRIFT_DATABASE_URL": scenario.stack.database.url, "COLUMNS": "200"}
     environ.pop("ANTHROPIC_API_KEY", None)
     return environ
 
