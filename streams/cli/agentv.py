@@ -28,11 +28,12 @@ FormatOpt = Annotated[str, typer.Option("--format", help="table | json | junit")
 def validate(files: Annotated[list[Path], typer.Argument(help="Eval files (any name).", show_default=False)]) -> None:
     """Check eval files of either dialect (and sidecars of .jsonl datasets); prints the dialect and counts, or
     FILE:LINE problems (exit 2)."""
+    from engine.errors import ConfigurationError
+
     failed = False
     for path in files:
         if not path.is_file():
-            typer.echo(f"drift: no such file: {path}", err=True)
-            raise typer.Exit(2)
+            raise ConfigurationError(f"no such file: {path}")  # main() prints the one masked line, exit 2
         failed = _validate_one(path) or failed
     if failed:
         raise typer.Exit(2)

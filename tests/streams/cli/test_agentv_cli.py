@@ -215,3 +215,15 @@ def test_a_sidecar_with_a_key_agentv_ignores_fails_validation_at_its_line(tmp_pa
     result = invoke("validate", str(sidecar))
     assert result.exit_code == 2
     assert result.stderr.startswith(f"{sidecar}:2: evaluators: not read from a sidecar")
+
+
+def test_validate_of_a_missing_file_is_one_line_from_main_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from streams.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["drift", "agentv", "validate", str(tmp_path / "gone.yaml")])
+    with pytest.raises(SystemExit) as ended:
+        main()
+    assert ended.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [f"drift: no such file: {tmp_path / 'gone.yaml'}"]
