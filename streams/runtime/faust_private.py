@@ -53,6 +53,7 @@ PRIVATE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("faust.transport.drivers.aiokafka:Consumer", "_gap", "attribute"),
     ("faust.transport.drivers.aiokafka:Consumer", "_thread", "attribute"),
     ("faust.transport.drivers.aiokafka:Consumer", "_stopped", "attribute"),
+    ("faust.transport.consumer:Consumer", "_get_active_partitions", "method"),
     ("faust.transport.consumer:Fetcher", "_stopped", "attribute"),
     ("faust.streams", "_current_event", "global"),
     ("faust.tables.base:Collection", "_store", "attribute"),
@@ -129,6 +130,11 @@ def in_gap(consumer: Any, tp: TP, offset: int) -> bool:
 def release(consumer: Any, message: Any) -> None:
     """Forget a tracked message that will not be handled here (fetched again after a rebalance)."""
     consumer._unacked_messages.discard(message)
+
+
+def active_partitions(consumer: Any) -> set[TP]:
+    """The assigned partitions Faust's consumer fetches now (not paused by a rebalance's recovery)."""
+    return set(consumer._get_active_partitions())
 
 
 def fetch_loop_stopped(consumer: Any, fetcher: Any) -> bool:

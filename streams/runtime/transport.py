@@ -204,6 +204,9 @@ def credentials(settings: Settings) -> Any:
 
 FastLane = Callable[[list[Any]], Awaitable[None]]
 LANE_BATCH = 512
+#: A fetch's wait for records of the partitions active as it began (Faust's: 1 s): what a rebalance's new owner
+#: may idle after ``Worker ready`` (BENCHMARKS.md run X), not a draft's latency (a record ends the wait at once).
+FETCH_TIMEOUT_S = 0.1
 
 
 class FastLanes:
@@ -239,9 +242,12 @@ class FastLanes:
 async def drain_once(consumer: Any, lanes: Mapping[str, FastLane]) -> None:
     """One fetch: records of fast-lane topics are tracked and handed over in batches (at most
     :data:`LANE_BATCH`); every other record takes Faust's usual route to its streams."""
+    if not private.active_partitions(consumer):  # paused by a rebalance: Faust's getmany would sleep for 1 s
+        await asyncio.sleep(FETCH_TIMEOUT_S)
+        return
     batches: dict[str, list[Any]] = {}
     generation: int | None = None  # read at the first record: getmany may first wait out a whole rebalance
-    async for tp, message in consumer.getmany(timeout=1.0):
+    async for tp, message in consumer.getmany(timeout=FETCH_TIMEOUT_S):
         if generation is None:
             generation = consumer.app.consumer_generation_id  # Faust's own for this fetch (it checks each record)
         read = private.read_offset(consumer, tp)

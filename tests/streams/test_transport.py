@@ -60,6 +60,8 @@ class FakeConsumer:
     routed: list[FakeMessage] = field(default_factory=list)
     seeks: list[tuple[TP, int]] = field(default_factory=list)
     assigned: set[TP] | None = None  # None: every partition fetched
+    paused: set[TP] = field(default_factory=set)  # by a rebalance's recovery
+    timeouts: list[float] = field(default_factory=list)  # of each fetch
     waits_out_rebalance: bool = False  # the fetch first waits for the flow, across a rebalance (as Faust's)
 
     def __post_init__(self) -> None:
@@ -67,6 +69,7 @@ class FakeConsumer:
         self._committed_offset = _DefaultNone(self._committed_offset)
 
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, FakeMessage]]:
+        self.timeouts.append(timeout)
         if self.waits_out_rebalance:  # revoked, assigned again (a new generation), sought, flow resumed
             self.app.consumer_generation_id += 1
             self.waits_out_rebalance = False
@@ -75,6 +78,9 @@ class FakeConsumer:
 
     def assignment(self) -> set[TP]:
         return self.assigned if self.assigned is not None else {m.tp for m in self.fetched}
+
+    def _get_active_partitions(self) -> set[TP]:
+        return self.assignment() - self.paused
 
     def track_message(self, message: FakeMessage) -> None:
         self._unacked_messages.add(message)
@@ -258,11 +264,26 @@ async def test_the_faust_consumer_has_what_the_fast_lane_relies_on(tmp_path: Any
         Settings(data_dir=tmp_path, broker="127.0.0.1:1"), 3, closing=NothingToClose(), skipped=no_skipped_batches
     )
     consumer = app.consumer
-    for name in ("getmany", "track_message", "_add_gap", "callback", "wait_first", "_drain_messages", "ack"):
+    for name in ("getmany", "track_message", "_add_gap", "callback", "wait_first", "_drain_messages", "ack",
+                 "_get_active_partitions"):  # fmt: skip
         assert callable(getattr(consumer, name)), name
     for name in ("_read_offset", "_unacked_messages", "suspend_flow", "flow_active", "consumer_stopped_errors"):
         assert hasattr(consumer, name), name
     assert isinstance(app.consumer_generation_id, int) and callable(app.topics.acks_enabled_for)
+
+
+async def test_a_fetch_waits_a_tenth_of_a_second_and_none_starts_while_every_partition_is_paused() -> None:
+    """Faust's fetcher waits 1 s for the partitions active as it began, and sleeps 1 s when none is: a hand-over's
+    new owner then sat idle for up to a second after its recovery resumed the drafts partitions (run X)."""
+    consumer = FakeConsumer(messages("drafts", range(3)))
+    consumer.paused = consumer.assignment()  # a rebalance's recovery under way
+    lane = Lane()
+    await drain_once(consumer, {"drafts": lane})
+    assert consumer.timeouts == [] and lane.batches == []  # no fetch: the loop comes back after FETCH_TIMEOUT_S
+    consumer.paused = set()  # resumed
+    await drain_once(consumer, {"drafts": lane})
+    assert consumer.timeouts == [transport.FETCH_TIMEOUT_S] and lane.batches == [[0, 1, 2]]
+    assert transport.FETCH_TIMEOUT_S <= 0.1
 
 
 async def test_commits_start_at_the_first_record_read_where_nothing_was_committed(
