@@ -24,7 +24,7 @@ from engine.settings import Settings
 from streams.client import GateClient
 from streams.embedded import WorkerProcess, free_port
 from tests.pgtcp import PASSWORD, PASSWORD_SPELLINGS, TcpPostgres, Unavailable, start_tcp_postgres
-from tests.stack import DRIFT, Stack
+from tests.stack import DRIFT, SUITE_TIMING, Stack
 
 pytestmark = pytest.mark.e2e
 
@@ -42,7 +42,7 @@ def tcp_db(stack: Stack) -> Iterator[TcpPostgres]:  # after `stack`: pgserver ha
 
 def _env(stack: Stack) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFT_") and k != "ANTHROPIC_API_KEY"}
-    env.update(DRIFT_BROKER=stack.broker.bootstrap, DRIFT_WEB_PORT=str(free_port()))
+    env.update(DRIFT_BROKER=stack.broker.bootstrap, DRIFT_WEB_PORT=str(free_port()), **SUITE_TIMING)
     return env
 
 
