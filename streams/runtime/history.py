@@ -22,6 +22,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
@@ -174,6 +175,11 @@ class HistoryView:
                 shared.append(stored)
         return True
 
+    def knows(self, agent_id: str, message_id: str) -> bool:
+        """The agent's recorded events include ``message_id`` (read-only: the view's recency is not touched)."""
+        own = self._agents.get(agent_id)
+        return own is not None and message_id in own.ids
+
     def _channel_events(self) -> _ChannelEvents:
         return _ChannelEvents(self.channel_kept, self.channel_head, self.channel_step)
 
@@ -308,12 +314,27 @@ class HistoryFeed:
             await asyncio.sleep(1.0)
 
     def _apply(self, key: Any, value: bytes | None) -> None:
+        if self._recorded(key, value):  # the worker's own commit: the gate recorded it when it decided it
+            return
         try:
             message = decode(Message, value)
         except PayloadError:
             return  # the message-state agent dead-letters it
         if record_key(key) == message.agent_id:
             self.view.apply(message)
+
+    def _recorded(self, key: Any, value: bytes | None) -> bool:
+        """The view already has this message, found without validating it (a plain JSON read is a fraction of
+        the model's validation, and most messages a gate worker reads back are its own)."""
+        try:
+            data = orjson.loads(value) if value else None
+        except orjson.JSONDecodeError:
+            return False
+        if not isinstance(data, dict):
+            return False
+        agent_id, message_id = data.get("agent_id"), data.get("message_id")
+        return (isinstance(agent_id, str) and isinstance(message_id, str) and record_key(key) == agent_id
+                and self.view.knows(agent_id, message_id))  # fmt: skip
 
     async def caught_up(self, timeout_s: float) -> bool:
         """Wait until every record on the topic now has been applied; False when ``timeout_s`` passes first."""

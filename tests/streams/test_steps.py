@@ -20,6 +20,7 @@ from engine.library import PropositionLibrary
 from engine.models import AgentConfig, EventKind
 from engine.settings import BUNDLED_PROPOSITIONS, Settings
 from engine.windows import Gap
+from streams.runtime import history
 from streams.runtime.history import HistoryFeed, HistoryView, event_of
 from streams.services.configs import ConfigCache
 from streams.services.stats import GateStats
@@ -32,7 +33,7 @@ from streams.services.steps import (
     directive_records,
     load_custom,
 )
-from streams.wire.payloads import Message, Step, encode
+from streams.wire.payloads import Message, Step, decode, encode
 
 MakeMessage = Callable[..., Message]
 MakeProcessor = Callable[..., StepProcessor]
@@ -323,6 +324,29 @@ def test_the_feed_applies_only_valid_messages_keyed_by_their_agent(message: Make
     feed._apply(b"jim", b"{broken")
     assert feed.topic == "x.messages"
     assert texts(feed.view.history("jim", "r1")) == ["kept"]
+
+
+def test_the_feed_skips_a_message_the_view_has_without_validating_it(
+    message: MakeMessage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    view = HistoryView()
+    own = message("jim", "decided here")
+    view.apply(own)  # the gate records its commits when it decides them
+    validated: list[str] = []
+    real = decode
+
+    def counting(model: Any, raw: bytes | None) -> Any:
+        validated.append(orjson.loads(raw or b"null")["text"])
+        return real(model, raw)
+
+    monkeypatch.setattr(history, "decode", counting)
+    feed = HistoryFeed(Settings(topic_prefix="x."), view)
+    feed._apply(b"jim", encode(own))  # read back from the topic: already in the view
+    feed._apply(b"jim", encode(message("jim", "decided elsewhere")))
+    feed._apply(b"pam", encode(own))  # the key is not its agent: validated and ignored, as before
+    assert validated == ["decided elsewhere", "decided here"]
+    assert texts(view.history("jim", "r1")) == ["decided here", "decided elsewhere"]
+    assert view.knows("jim", own.message_id) and not view.knows("pam", own.message_id)
 
 
 class FakeEvent:
