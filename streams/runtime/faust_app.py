@@ -7,6 +7,7 @@ where the transport reports skipped batches are constructor arguments too: nothi
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol, TypeVar
@@ -35,12 +36,27 @@ class Closing(Protocol):
 class PromptTableManager(TableManager):
     """Faust's table manager without the fixed one-second sleep it starts with (there for tables declared after the
     app starts; every table of a worker is declared in :func:`streams.worker.app.build_app`, before): a second
-    less of every worker's start-up, measured (``ops/bench/handover.py``, phase ``faust start``)."""
+    less of every worker's start-up, measured (``ops/bench/handover.py``, phase ``faust start``).
+
+    In a rebalance its tables prepare their restores side by side, not one after another: each looks up its
+    checkpoints and reads its moved partitions' changelog tails ahead (:mod:`streams.runtime.restore`) with its
+    own consumer, and the drafts of a moved partition wait for the slowest table, not for the sum of them."""
 
     async def on_start(self) -> None:
         if not self.should_stop:
             await faust_private.update_table_channels(self)
             await self.recovery.start()
+
+    async def on_rebalance(
+        self, assigned: set[Any], revoked: set[Any], newly_assigned: set[Any], generation_id: int = 0
+    ) -> None:
+        faust_private.close_table_registration(self)
+        tables = [table.on_rebalance(assigned, revoked, newly_assigned, generation_id) for table in self.values()]
+        await asyncio.gather(*tables)
+        await asyncio.sleep(0)
+        await faust_private.update_table_channels(self)
+        await asyncio.sleep(0)
+        await self.recovery.on_rebalance(assigned, revoked, newly_assigned, generation_id)
 
 
 class DriftApp(faust.App):

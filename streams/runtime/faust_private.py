@@ -42,8 +42,10 @@ PRIVATE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("mode.worker:Worker", "_on_sigint", "method"),
     ("mode.worker:Worker", "_on_sigterm", "method"),
     ("mode.worker:Worker", "_gather_all", "method"),
-    # overridden by streams.runtime.faust_app (TableManager.on_start without its fixed sleep) and called there
+    # overridden by streams.runtime.faust_app (TableManager.on_start without its fixed sleep, on_rebalance with
+    # the tables side by side) and called there
     ("faust.tables.manager:TableManager", "_update_channels", "method"),
+    ("faust.tables.manager:TableManager", "_recovery_started", "attribute"),
     # read or written through the functions below
     ("faust.transport.drivers.aiokafka:Consumer", "_read_offset", "attribute"),
     ("faust.transport.drivers.aiokafka:Consumer", "_unacked_messages", "attribute"),
@@ -361,6 +363,11 @@ async def update_table_channels(manager: Any) -> None:
     """What Faust's TableManager does on start after its fixed one-second sleep: subscribe the tables'
     changelogs and start each table (then the caller starts the recovery service)."""
     await manager._update_channels()
+
+
+def close_table_registration(manager: Any) -> None:
+    """What Faust's TableManager does first in a rebalance: no table may be added from now on."""
+    manager._recovery_started.set()
 
 
 def table_store_url(table: Any) -> str:

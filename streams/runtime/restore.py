@@ -110,28 +110,28 @@ class RestorePlan:
         self._close_database = close
         self.partitions = partitions
         self.kept = kept
-        self._consumer: AIOKafkaConsumer | None = None
+        #: one consumer per changelog topic: the tables prepare their restores side by side, each assigning its own
+        self._consumers: dict[str, AIOKafkaConsumer] = {}
         self._gave_up_at: float | None = None  # when a checkpoint lookup last found no database in time
         self._lock = asyncio.Lock()
-        self._reading = asyncio.Lock()  # one assignment of the shared consumer at a time
         self._read_ahead_off_until = 0.0  # a read-ahead that took too long turns it off for a while
 
     @property
     def enabled(self) -> bool:
         return self.settings.restore_window_s > 0
 
-    async def consumer(self) -> AIOKafkaConsumer:
+    async def consumer(self, topic: str) -> AIOKafkaConsumer:
+        """The plain consumer that reads changelog ``topic`` for restores (started on first use, then kept)."""
         async with self._lock:
-            if self._consumer is None:
+            if (consumer := self._consumers.get(topic)) is None:
                 consumer = kafka_consumer(self.settings, enable_auto_commit=False)
                 await start_with_retry(consumer, self.settings.broker, 30.0)
-                self._consumer = consumer
-            return self._consumer
+                self._consumers[topic] = consumer
+            return consumer
 
     async def close(self) -> None:
-        if self._consumer is not None:
-            consumer, self._consumer = self._consumer, None
-            await consumer.stop()
+        consumers, self._consumers = list(self._consumers.values()), {}
+        await asyncio.gather(*(consumer.stop() for consumer in consumers), return_exceptions=True)
         if self._close_database is not None:
             await self._close_database()
 
@@ -139,8 +139,8 @@ class RestorePlan:
         """Per partition of changelog ``topic``, the offset its restore starts at (absent: the beginning)."""
         if not self.enabled:
             return {}
-        # once a lookup has waited in vain, the other tables of the rebalance do not wait again (each waits inside
-        # Faust's rebalance callback, one after another)
+        # once a lookup has waited in vain, the tables of the next rebalances do not wait again (they wait inside
+        # Faust's rebalance callback)
         gave_up = self._gave_up_at is not None and time.monotonic() - self._gave_up_at < 2 * LOOKUP_WAIT_S
         db = await self.database(0.0 if gave_up else LOOKUP_WAIT_S)
         self._gave_up_at = time.monotonic() if db is None else None
@@ -150,7 +150,7 @@ class RestorePlan:
         before = datetime.now(UTC) - timedelta(seconds=self.window_s(topic))
         wanted = set(partitions)
         found = [c for c in await db.checkpoints_before([topic], before) if c.partition in wanted]
-        return await self._valid(found)
+        return await self._valid(topic, found)
 
     async def read_tails(self, topic: str, starts: dict[int, int | None]) -> dict[int, list[tails.ChangelogMessage]]:
         """The records of ``topic``'s partitions from each start (None: the beginning) to their end (see
@@ -160,16 +160,15 @@ class RestorePlan:
         if time.monotonic() < self._read_ahead_off_until:
             return {}
         try:
-            async with self._reading:
-                async with asyncio.timeout(READ_AHEAD_S):
-                    return await self._read(topic, starts)
+            async with asyncio.timeout(READ_AHEAD_S):
+                return await self._read(topic, starts)
         except TimeoutError:
             self._read_ahead_off_until = time.monotonic() + 2 * LOOKUP_WAIT_S
             log.warning("%s: changelog tails not read within %.1f s; Faust's recovery reads them", topic, READ_AHEAD_S)
             return {}
 
     async def _read(self, topic: str, starts: dict[int, int | None]) -> dict[int, list[tails.ChangelogMessage]]:
-        return await tails.read_tails(await self.consumer(), topic, starts)
+        return await tails.read_tails(await self.consumer(topic), topic, starts)
 
     def window_s(self, topic: str) -> float:
         """How much tail a restore of changelog ``topic`` reads: ``DRIFT_RESTORE_WINDOW_S``; pending attempts at
@@ -177,12 +176,12 @@ class RestorePlan:
         window = self.settings.restore_window_s
         return max(window, self.settings.pending_ttl_s) if topic.endswith(f"-{PENDING_TABLE}-changelog") else window
 
-    async def _valid(self, found: list[Checkpoint]) -> dict[int, int]:
+    async def _valid(self, topic: str, found: list[Checkpoint]) -> dict[int, int]:
         """The checkpoints of this broker's life: the offset is not past the end and the record just before it
         was written no later than the checkpoint (a record of a later life is younger than every old one)."""
         if not found:
             return {}
-        consumer = await self.consumer()
+        consumer = await self.consumer(topic)
         tps = {c.partition: TopicPartition(c.topic, c.partition) for c in found if c.end_offset > 0}
         ends = await consumer.end_offsets(list(tps.values())) if tps else {}
         candidates = [c for c in found if c.end_offset > 0 and c.end_offset <= ends.get(tps[c.partition], -1)]
@@ -220,7 +219,7 @@ class RestorePlan:
         db = await self.database(0.0)
         if db is None:
             return
-        consumer = await self.consumer()
+        consumer = await self.consumer(topic)
         tps = [TopicPartition(topic, p) for p in sorted(partitions)]
         ends = await consumer.end_offsets(tps) if tps else {}
         now = datetime.now(UTC)

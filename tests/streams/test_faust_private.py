@@ -177,3 +177,19 @@ def test_the_prompt_table_manager_starts_as_faust_does_after_its_sleep() -> None
     calls = re.findall(r"await ([\w.]+)\(", inspect.getsource(TableManager.on_start))
     assert calls == ["self.sleep", "self._update_channels", "self.recovery.start"]
     assert "sleep" not in inspect.getsource(PromptTableManager.on_start)
+
+
+def test_the_prompt_table_manager_rebalances_as_faust_does_with_the_tables_side_by_side() -> None:
+    """PromptTableManager.on_rebalance runs Faust's steps with the tables' own rebalances gathered; if Faust's
+    rebalance grows another step, this fails and the override must follow it."""
+    from faust.tables import TableManager
+
+    from streams.runtime.faust_app import PromptTableManager
+
+    pattern = r"(self\._recovery_started\.set|T\([\w.]+\)|asyncio\.sleep|for table in self\.values)"
+    assert re.findall(pattern, inspect.getsource(TableManager.on_rebalance)) == [
+        "self._recovery_started.set", "for table in self.values", "T(table.on_rebalance)", "asyncio.sleep",
+        "T(self._update_channels)", "asyncio.sleep", "T(self.recovery.on_rebalance)",
+    ]  # fmt: skip
+    ours = inspect.getsource(PromptTableManager.on_rebalance)
+    assert "asyncio.gather" in ours and "close_table_registration" in ours and "update_table_channels" in ours

@@ -186,3 +186,52 @@ def test_without_a_database_only_the_first_table_of_a_rebalance_waits_for_it() -
 
     assert asyncio.run(rebalance()) == [{}, {}, {}, {}]  # whole changelogs: slower, never wrong
     assert waits == [LOOKUP_WAIT_S, 0.0, 0.0, 0.0]  # not four waits in a row inside Faust's rebalance callback
+
+
+async def test_the_tables_prepare_their_restores_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each table's read-ahead waits here until every table has begun its own: one after another (Faust's
+    order) it would never finish; side by side, the drafts of a moved partition wait for the slowest table only."""
+    from streams.runtime import faust_private
+    from streams.runtime.restore import RestorePlan
+
+    async def no_database(timeout_s: float | None) -> None:
+        return None
+
+    app = faust_app(Settings(data_dir=tmp_path, database_url=""), partitions=3, closing=NothingToClose(),
+                    skipped=no_skipped_batches)  # fmt: skip
+    stores = [app.Table(name, default=list).data for name in ("a", "b", "c")]
+    assert all(isinstance(store, RestoreStore) for store in stores)
+    plan = RestorePlan(Settings(restore_window_s=900), no_database, partitions=3, kept=10)
+    begun: set[str] = set()
+    everyone = asyncio.Event()
+
+    async def start_offsets(topic: str, partitions: Any) -> dict[int, int]:
+        return {p: 0 for p in partitions}
+
+    async def read_tails(topic: str, starts: dict[int, int | None]) -> dict[int, list[ChangelogMessage]]:
+        begun.add(topic)
+        if len(begun) == len(stores):
+            everyone.set()
+        await everyone.wait()
+        return {p: [ChangelogMessage(b'"k"', b"[1]", p, 0)] for p in starts}
+
+    plan.start_offsets, plan.read_tails = start_offsets, read_tails  # type: ignore[method-assign]
+    app.restore = plan
+    steps: list[str] = []
+
+    async def channels(manager: Any) -> None:
+        steps.append("channels")
+
+    async def recovery(*args: Any) -> None:
+        steps.append("recovery")
+
+    monkeypatch.setattr(faust_private, "update_table_channels", channels)
+    monkeypatch.setattr(type(app.tables), "recovery", property(lambda manager: SimpleNamespace(on_rebalance=recovery)))
+    topics = [store.topic for store in stores if isinstance(store, RestoreStore)]
+    assigned = {TP(topic, 1) for topic in topics} | {TP("p.drafts", 1)}
+    async with asyncio.timeout(5):
+        await app.tables.on_rebalance(assigned, set(), assigned)
+    assert steps == ["channels", "recovery"]  # then Faust's steps, in its order
+    assert all(store["k"] == [1] for store in stores)
+    assert [store.persisted_offset(TP(topic, 1)) for store, topic in zip(stores, topics, strict=True)
+            if isinstance(store, RestoreStore)] == [0, 0, 0]  # fmt: skip
