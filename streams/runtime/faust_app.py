@@ -20,7 +20,8 @@ from engine.settings import Settings
 from streams.runtime import faust_private
 from streams.runtime.readiness import Readiness
 from streams.runtime.restore import RestorePlan, register_store
-from streams.runtime.transport import FastLane, credentials, transport_class
+from streams.runtime.transport import FastLane, transport_class
+from streams.wire.kafka import client_kwargs, ssl_context
 from streams.wire.topics import app_id
 
 T = TypeVar("T")
@@ -31,6 +32,20 @@ SkippedLetter = Callable[[str, int, int, int, str], Awaitable[None]]
 
 class Closing(Protocol):
     async def close(self) -> None: ...
+
+
+def credentials(settings: Settings) -> Any:
+    """Faust broker credentials from the same settings (and the same validation) as every aiokafka client."""
+    client_kwargs(settings)  # raises ConfigurationError for an incomplete SASL or TLS setup
+    context = ssl_context(settings)
+    if settings.kafka_security_protocol.startswith("SASL"):
+        return faust.SASLCredentials(
+            username=settings.kafka_sasl_username,
+            password=settings.kafka_sasl_password.get_secret_value() if settings.kafka_sasl_password else None,
+            mechanism=settings.kafka_sasl_mechanism,
+            ssl_context=context,
+        )
+    return faust.SSLCredentials(context) if context is not None else None
 
 
 class PromptTableManager(TableManager):

@@ -161,6 +161,21 @@ def kafka_consumer(thread: Any) -> Any:
     return getattr(thread, "_consumer", None)
 
 
+async def seek_to_committed(kafka_consumer: Any) -> dict[TP, int | None]:
+    """aiokafka's ``seek_to_committed`` of every assigned partition, with one OffsetFetch request: aiokafka's asks
+    once per partition, one after another (0.4 s for a worker's partitions on the embedded broker under a stream,
+    in the resume of every rebalance: BENCHMARKS.md, run AA). None: nothing committed."""
+    partitions = kafka_consumer.assignment()
+    found = await kafka_consumer._coordinator.fetch_committed_offsets(list(partitions))
+    committed: dict[TP, int | None] = {}
+    for tp in partitions:
+        offset = found[tp].offset if tp in found else -1
+        committed[tp] = None if offset == -1 else offset
+        if offset > 0:
+            kafka_consumer.seek(tp, offset)
+    return committed
+
+
 def leave_group_unless_leader(
     kafka_consumer: Any, on_skip: Any, alone: Any, *, formed_after_s: float | None = None
 ) -> None:

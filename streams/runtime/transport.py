@@ -1,4 +1,4 @@
-"""Faust's aiokafka transport, adjusted for the embedded broker, and the worker's broker credentials.
+"""Faust's aiokafka transport, adjusted for the embedded broker.
 
 It also carries the worker's *fast lanes*: records of a hot topic (drafts, messages) go from Faust's consumer
 straight to a batch handler, instead of one task group, event and stream hop per record. Faust still owns
@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-import faust
 from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import IllegalStateError, RecordTooLargeError
 from faust.transport.drivers import aiokafka as faust_aiokafka
@@ -27,7 +26,7 @@ from streams.runtime import faust_private as private
 from streams.runtime import fetchwait
 from streams.runtime.commits import HeadOfLineCommits
 from streams.runtime.undecodable import SkippedBatch, guard_fetcher, unfetchable
-from streams.wire.kafka import client_kwargs, ssl_context, true_end_offsets
+from streams.wire.kafka import client_kwargs, true_end_offsets
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +68,10 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
                 self._probe = AIOKafkaConsumer(**client_kwargs(settings), enable_auto_commit=False)
                 await self._probe.start()
             return await true_end_offsets(self._probe, reported)
+
+        async def seek_to_committed(self) -> Any:
+            """Every partition's committed offset in one request (aiokafka asks once per partition)."""
+            return await self.call_thread(private.seek_to_committed, private.kafka_consumer(self))
 
         async def on_thread_stop(self) -> None:
             if self._probe is not None:
@@ -186,20 +189,6 @@ def requested_partitions(active: AbstractSet[TP] | None) -> set[TP] | None:
     within milliseconds of its start, while that first fetch is still waiting, which made this likely.
     """
     return None if active is None else set(active)
-
-
-def credentials(settings: Settings) -> Any:
-    """Faust broker credentials from the same settings (and the same validation) as every aiokafka client."""
-    client_kwargs(settings)  # raises ConfigurationError for an incomplete SASL or TLS setup
-    context = ssl_context(settings)
-    if settings.kafka_security_protocol.startswith("SASL"):
-        return faust.SASLCredentials(
-            username=settings.kafka_sasl_username,
-            password=settings.kafka_sasl_password.get_secret_value() if settings.kafka_sasl_password else None,
-            mechanism=settings.kafka_sasl_mechanism,
-            ssl_context=context,
-        )
-    return faust.SSLCredentials(context) if context is not None else None
 
 
 FastLane = Callable[[list[Any]], Awaitable[None]]

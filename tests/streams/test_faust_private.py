@@ -193,3 +193,36 @@ def test_the_prompt_table_manager_rebalances_as_faust_does_with_the_tables_side_
     ]  # fmt: skip
     ours = inspect.getsource(PromptTableManager.on_rebalance)
     assert "asyncio.gather" in ours and "close_table_registration" in ours and "update_table_channels" in ours
+
+
+async def test_committed_offsets_come_in_one_request_and_every_partition_is_sought() -> None:
+    """The resume after a rebalance asks the broker once for every partition's committed offset (aiokafka's own
+    seek_to_committed asks once per partition, one after another) and seeks where aiokafka would."""
+    from aiokafka import TopicPartition
+    from aiokafka.structs import OffsetAndMetadata
+
+    tps = [TopicPartition("p.drafts", p) for p in range(3)] + [TopicPartition("p.messages", 0)]
+    requests: list[list[TopicPartition]] = []
+
+    class Coordinator:
+        async def fetch_committed_offsets(self, partitions: list[TopicPartition]) -> dict[Any, Any]:
+            requests.append(sorted(partitions))
+            return {tps[0]: OffsetAndMetadata(120, ""), tps[1]: OffsetAndMetadata(-1, ""),
+                    tps[3]: OffsetAndMetadata(0, "")}  # fmt: skip
+
+    class KafkaConsumer:
+        def __init__(self) -> None:
+            self._coordinator = Coordinator()
+            self.sought: dict[TopicPartition, int] = {}
+
+        def assignment(self) -> set[TopicPartition]:
+            return set(tps)
+
+        def seek(self, tp: TopicPartition, offset: int) -> None:
+            self.sought[tp] = offset
+
+    consumer = KafkaConsumer()
+    committed = await faust_private.seek_to_committed(consumer)
+    assert requests == [sorted(tps)]
+    assert committed == {tps[0]: 120, tps[1]: None, tps[2]: None, tps[3]: 0}
+    assert consumer.sought == {tps[0]: 120}  # as aiokafka: offset 0 and nothing committed stay where they are

@@ -25,7 +25,7 @@ from engine.judges.factory import make_judge
 from engine.settings import Settings
 from streams.cli import app as cli
 from streams.client import GateClient
-from streams.runtime.transport import credentials
+from streams.runtime.faust_app import credentials
 from streams.wire.kafka import client_kwargs, consumer_kwargs
 from streams.worker.app import build_app
 from tests.stack import DRIFT, Scenario, Stack, Worker
