@@ -56,6 +56,11 @@ STORE_URL = f"{STORE_SCHEME}://"
 LOOKUP_WAIT_S = 10.0
 #: How long one table's read-ahead of its moved partitions may take inside the rebalance callback.
 READ_AHEAD_S = 1.5
+#: The restore consumers' fetch wait: they read records the broker already holds, so a fetch returns as soon as
+#: the broker has listed them, and a long wait only stops a slow listing from coming back empty (the embedded
+#: broker lists every batch of a partition on each fetch: docs/known-issues.md). At the gate's 10 ms, three tables
+#: reading side by side on a loaded host needed more than READ_AHEAD_S for one tail (BENCHMARKS.md, run AB).
+FETCH_WAIT_MS = 500
 #: Checkpoint rows are kept this many windows back (plus the newest older one per partition).
 KEEP_WINDOWS = 2
 #: The table whose entries are rebuilt from the record after a restore.
@@ -124,7 +129,7 @@ class RestorePlan:
         """The plain consumer that reads changelog ``topic`` for restores (started on first use, then kept)."""
         async with self._lock:
             if (consumer := self._consumers.get(topic)) is None:
-                consumer = kafka_consumer(self.settings, enable_auto_commit=False)
+                consumer = kafka_consumer(self.settings, enable_auto_commit=False, fetch_max_wait_ms=FETCH_WAIT_MS)
                 await start_with_retry(consumer, self.settings.broker, 30.0)
                 self._consumers[topic] = consumer
             return consumer
