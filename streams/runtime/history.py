@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
+from mode import Service
 
 from engine.errors import DriftError, PayloadError
 from engine.models import Event, EventKind
@@ -350,3 +351,18 @@ class HistoryFeed:
         except (TimeoutError, KafkaError) as exc:
             log.warning("history of %s not caught up (%r) after %.2fs; using what it has", self.topic, exc, timeout_s)
             return False
+
+
+class Following(Service):
+    """Runs a :class:`HistoryFeed` with the app from the app's own start (a dependency of it), so the feed's
+    replay of ``messages`` falls in the worker's group join. A Faust app task starts only after the first
+    rebalance's recovery: a joining worker then replayed the whole topic on the event loop of its first batches
+    (0.6 s of validation on a loaded host, BENCHMARKS.md run AD) while the drafts of its new partitions waited."""
+
+    def __init__(self, feed: HistoryFeed) -> None:
+        super().__init__()
+        self.feed = feed
+
+    @Service.task
+    async def _follow(self) -> None:
+        await self.feed.run_forever()

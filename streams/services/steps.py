@@ -31,7 +31,7 @@ from engine.settings import Settings
 from engine.stepped_log import Held
 from streams.runtime.dispatch import KeyedDispatcher
 from streams.runtime.faust_app import DriftApp, decoded_events, raw_topic
-from streams.runtime.history import HistoryFeed, HistoryView, lru_touch, record_key
+from streams.runtime.history import Following, HistoryFeed, HistoryView, lru_touch, record_key
 from streams.services.configs import ConfigCache
 from streams.services.context import DeadLetter
 from streams.services.gate import Sender
@@ -184,7 +184,7 @@ class StepService:
         self.dispatcher: KeyedDispatcher[tuple[Any, Step, float]] = KeyedDispatcher(handle)
 
     def install(self, app: DriftApp) -> None:
-        """Subscribe ``app`` to ``steps`` and run the history feed as one of its tasks."""
+        """Subscribe ``app`` to ``steps`` and run the history feed from the app's start."""
         app.close_before_output(self.dispatcher.close)
 
         @app.agent(raw_topic(app, self.topics.steps), name="steps")
@@ -192,6 +192,4 @@ class StepService:
             async for event, step, received in decoded_events(self.dead_letter, stream, decode_step):
                 await self.dispatcher.submit(step.run_id, (event, step, received))
 
-        @app.task  # type: ignore[untyped-decorator]
-        async def history_feed() -> None:
-            await self.feed.run_forever()
+        app.add_dependency(Following(self.feed))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from engine.models import AgentConfig, EventKind
 from engine.settings import BUNDLED_PROPOSITIONS, Settings
 from engine.windows import Gap
 from streams.runtime import history
-from streams.runtime.history import HistoryFeed, HistoryView, event_of
+from streams.runtime.history import Following, HistoryFeed, HistoryView, event_of
 from streams.services.configs import ConfigCache
 from streams.services.stats import GateStats
 from streams.services.steps import (
@@ -404,3 +405,24 @@ async def test_a_long_channels_interventions_see_its_first_events_and_true_numbe
     for request in processor.judge.log.calls:  # the intervention window: first 10, last 100
         assert (request.first_part, request.omitted, len(request.trajectory)) == (10, 60, 90)
         assert texts(request.trajectory) == [f"m{n}" for n in (*range(10), *range(70, 150))]
+
+
+async def test_the_feed_runs_from_its_services_start_until_it_stops() -> None:
+    """Following is added to the app as a dependency: it starts with the app, not after the first rebalance."""
+    feed = HistoryFeed(Settings(topic_prefix="x."), HistoryView())
+    running, stopped = asyncio.Event(), asyncio.Event()
+
+    async def run_forever() -> None:
+        running.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.set()
+
+    feed.run_forever = run_forever  # type: ignore[method-assign]
+    service = Following(feed)
+    await service.start()
+    async with asyncio.timeout(5):
+        await running.wait()
+    await service.stop()
+    assert stopped.is_set()
