@@ -118,7 +118,7 @@ class RestorePlan:
         #: one consumer per changelog topic: the tables prepare their restores side by side, each assigning its own
         self._consumers: dict[str, AIOKafkaConsumer] = {}
         self._gave_up_at: float | None = None  # when a checkpoint lookup last found no database in time
-        self._lock = asyncio.Lock()
+        self._locks: dict[str, asyncio.Lock] = {}  # per topic: a joining worker starts its consumers side by side
         self._read_ahead_off_until = 0.0  # a read-ahead that took too long turns it off for a while
 
     @property
@@ -127,7 +127,7 @@ class RestorePlan:
 
     async def consumer(self, topic: str) -> AIOKafkaConsumer:
         """The plain consumer that reads changelog ``topic`` for restores (started on first use, then kept)."""
-        async with self._lock:
+        async with self._locks.setdefault(topic, asyncio.Lock()):
             if (consumer := self._consumers.get(topic)) is None:
                 consumer = kafka_consumer(self.settings, enable_auto_commit=False, fetch_max_wait_ms=FETCH_WAIT_MS)
                 await start_with_retry(consumer, self.settings.broker, 30.0)
