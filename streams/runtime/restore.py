@@ -45,6 +45,7 @@ from mode import Service
 from engine.settings import Settings
 from streams.runtime import tails
 from streams.runtime.fetchwait import kafka_consumer
+from streams.runtime.redelivery import DraftOffsets
 from streams.store.restore import Checkpoint, RecentAction, RestoreQueries
 from streams.wire.kafka import start_with_retry
 
@@ -120,6 +121,7 @@ class RestorePlan:
         self._gave_up_at: float | None = None  # when a checkpoint lookup last found no database in time
         self._locks: dict[str, asyncio.Lock] = {}  # per topic: a joining worker starts its consumers side by side
         self._read_ahead_off_until = 0.0  # a read-ahead that took too long turns it off for a while
+        self.drafts = DraftOffsets(settings, self.consumer)  # where verdict records' restores may start
 
     @property
     def enabled(self) -> bool:
@@ -136,7 +138,7 @@ class RestorePlan:
 
     async def close(self) -> None:
         consumers, self._consumers = list(self._consumers.values()), {}
-        await asyncio.gather(*(consumer.stop() for consumer in consumers), return_exceptions=True)
+        await asyncio.gather(*(consumer.stop() for consumer in consumers), self.drafts.close(), return_exceptions=True)
         if self._close_database is not None:
             await self._close_database()
 
@@ -155,7 +157,21 @@ class RestorePlan:
         before = datetime.now(UTC) - timedelta(seconds=self.window_s(topic))
         wanted = set(partitions)
         found = [c for c in await db.checkpoints_before([topic], before) if c.partition in wanted]
-        return await self._valid(topic, found)
+        starts = await self._valid(topic, found)
+        if self.drafts.follows(topic) and wanted:
+            starts.update(await self._past_committed(db, topic, wanted, starts))
+        return starts
+
+    async def _past_committed(self, db: RestoreQueries, topic: str, wanted: set[int],
+                              starts: dict[int, int]) -> dict[int, int]:  # fmt: skip
+        """The starts later than ``starts`` that the drafts' committed offsets allow (streams.runtime.redelivery);
+        none when they cannot be read (the window's starts hold)."""
+        try:
+            later = await self._valid(topic, await db.checkpoints_covering(topic, await self.drafts.committed(wanted)))
+        except Exception as exc:  # the window's starts are never wrong, only longer
+            log.warning("%s: the drafts' committed offsets not read (%s); restoring the window", topic, exc)
+            return {}
+        return {p: offset for p, offset in later.items() if offset > starts.get(p, -1)}
 
     async def read_tails(self, topic: str, starts: dict[int, int | None]) -> dict[int, list[tails.ChangelogMessage]]:
         """The records of ``topic``'s partitions from each start (None: the beginning) to their end (see
@@ -190,34 +206,13 @@ class RestorePlan:
         tps = {c.partition: TopicPartition(c.topic, c.partition) for c in found if c.end_offset > 0}
         ends = await consumer.end_offsets(list(tps.values())) if tps else {}
         candidates = [c for c in found if c.end_offset > 0 and c.end_offset <= ends.get(tps[c.partition], -1)]
-        stamps = await self._timestamps(consumer, {tps[c.partition]: c.end_offset - 1 for c in candidates})
+        stamps = await tails.timestamps(consumer, {tps[c.partition]: c.end_offset - 1 for c in candidates})
         valid: dict[int, int] = {}
         for c in candidates:
             stamp = stamps.get(tps[c.partition])
             if stamp is not None and stamp <= c.taken_at.timestamp() * 1000:
                 valid[c.partition] = c.end_offset
         return valid
-
-    @staticmethod
-    async def _timestamps(consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
-        """The timestamp (ms) of the record at each given offset (absent when it cannot be read in time)."""
-        if not offsets:
-            return {}
-        consumer.assign(list(offsets))
-        for tp, offset in offsets.items():
-            consumer.seek(tp, offset)
-        stamps: dict[TopicPartition, int] = {}
-        deadline = time.monotonic() + 5.0
-        while len(stamps) < len(offsets) and time.monotonic() < deadline:
-            batch = await consumer.getmany(*[tp for tp in offsets if tp not in stamps], timeout_ms=500)
-            for tp, records in batch.items():
-                at = next((r for r in records if r.offset == offsets[tp]), None)
-                if at is not None:
-                    stamps[tp] = at.timestamp
-                elif records and records[0].offset > offsets[tp]:
-                    stamps[tp] = -1  # no longer held: the checkpoint cannot be checked
-        consumer.assign([])
-        return {tp: s for tp, s in stamps.items() if s >= 0}
 
     async def record_checkpoints(self, topic: str, partitions: Iterable[int], last: dict[int, int]) -> None:
         """Record the end offsets of ``topic``'s ``partitions`` that moved since ``last`` (updated in place)."""
@@ -228,7 +223,9 @@ class RestorePlan:
         tps = [TopicPartition(topic, p) for p in sorted(partitions)]
         ends = await consumer.end_offsets(tps) if tps else {}
         now = datetime.now(UTC)
-        rows = [Checkpoint(topic, tp.partition, end, now) for tp, end in ends.items() if last.get(tp.partition) != end]
+        sources = await self.drafts.ends(tp.partition for tp in tps) if self.drafts.follows(topic) else {}
+        rows = [Checkpoint(topic, tp.partition, end, now, sources.get(tp.partition))
+                for tp, end in ends.items() if last.get(tp.partition) != end]  # fmt: skip
         keep_from = now - timedelta(seconds=KEEP_WINDOWS * self.settings.restore_window_s)
         await db.record_checkpoints(rows, keep_from)
         last.update({row.partition: row.end_offset for row in rows})

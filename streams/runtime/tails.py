@@ -12,6 +12,7 @@ Faust then starts after the last offset applied here and finds nothing left to r
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -92,3 +93,24 @@ def changelog_events(messages: Iterable[ChangelogMessage]) -> list[ChangelogEven
             log.warning("changelog record at offset %d of partition %d is not JSON: skipped", message.offset,
                         message.partition)  # fmt: skip
     return events
+
+
+async def timestamps(consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+    """The timestamp (ms) of the record at each given offset (absent when it cannot be read in time)."""
+    if not offsets:
+        return {}
+    consumer.assign(list(offsets))
+    for tp, offset in offsets.items():
+        consumer.seek(tp, offset)
+    stamps: dict[TopicPartition, int] = {}
+    deadline = time.monotonic() + 5.0
+    while len(stamps) < len(offsets) and time.monotonic() < deadline:
+        batch = await consumer.getmany(*[tp for tp in offsets if tp not in stamps], timeout_ms=500)
+        for tp, records in batch.items():
+            at = next((r for r in records if r.offset == offsets[tp]), None)
+            if at is not None:
+                stamps[tp] = at.timestamp
+            elif records and records[0].offset > offsets[tp]:
+                stamps[tp] = -1  # no longer held: the checkpoint cannot be checked
+    consumer.assign([])
+    return {tp: s for tp, s in stamps.items() if s >= 0}

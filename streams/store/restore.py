@@ -4,7 +4,7 @@ recent actions it rebuilds their windows from; queries of :class:`streams.store.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -26,8 +26,15 @@ WHERE $1::timestamptz IS NULL OR EXISTS (
 ORDER BY a.id, r.ts, r.seq"""
 
 _CHECKPOINTS_SQL = """
-SELECT DISTINCT ON (topic, partition) topic, partition, end_offset, taken_at FROM changelog_checkpoints
+SELECT DISTINCT ON (topic, partition) topic, partition, end_offset, taken_at, source_end FROM changelog_checkpoints
 WHERE topic = ANY($1::text[]) AND taken_at <= $2 ORDER BY topic, partition, taken_at DESC"""
+
+#: Per partition, the newest checkpoint whose source end is at most the given offset (the group's committed one).
+_COVERING_SQL = """
+SELECT DISTINCT ON (c.partition) c.topic, c.partition, c.end_offset, c.taken_at, c.source_end
+FROM changelog_checkpoints c JOIN unnest($2::int[], $3::bigint[]) AS w(partition, committed) USING (partition)
+WHERE c.topic = $1 AND c.source_end IS NOT NULL AND c.source_end <= w.committed
+ORDER BY c.partition, c.taken_at DESC"""
 
 #: Rows older than the cutoff go, except the newest of them per partition (a restore may still start there).
 _PRUNE_SQL = """
@@ -37,12 +44,19 @@ DELETE FROM changelog_checkpoints c WHERE c.topic = ANY($1::text[]) AND c.taken_
 
 
 class Checkpoint(NamedTuple):
-    """A changelog partition's end offset at ``taken_at``: every record before it was written by then."""
+    """A changelog partition's end offset at ``taken_at``: every record before it was written by then.
+    ``source_end``: the end of the source partition the table's records come from, taken just after (only for
+    verdict records: :mod:`streams.runtime.redelivery`)."""
 
     topic: str
     partition: int
     end_offset: int
     taken_at: datetime
+    source_end: int | None = None
+
+
+def _checkpoint(row: asyncpg.Record) -> Checkpoint:
+    return Checkpoint(row["topic"], row["partition"], row["end_offset"], row["taken_at"], row["source_end"])
 
 
 class RecentAction(NamedTuple):
@@ -67,7 +81,8 @@ class RestoreQueries:
             return
         async with self.pool.acquire() as conn, conn.transaction():
             await conn.executemany(
-                "INSERT INTO changelog_checkpoints (topic, partition, end_offset, taken_at) VALUES ($1,$2,$3,$4) "
+                "INSERT INTO changelog_checkpoints (topic, partition, end_offset, taken_at, source_end) "
+                "VALUES ($1,$2,$3,$4,$5) "
                 "ON CONFLICT DO NOTHING",
                 [tuple(r) for r in rows],
             )
@@ -77,9 +92,21 @@ class RestoreQueries:
         """Per partition of ``topics``, the newest checkpoint taken at or before ``before``."""
         try:
             rows = await self.pool.fetch(_CHECKPOINTS_SQL, list(topics), before)
-        except asyncpg.UndefinedTableError:  # a database not migrated yet (the worker migrates after the restore)
+        except (asyncpg.UndefinedTableError, asyncpg.UndefinedColumnError):  # a database not migrated yet (the
+            return []  # worker migrates after the restore)
+        return [_checkpoint(r) for r in rows]
+
+    async def checkpoints_covering(self, topic: str, committed: Mapping[int, int]) -> list[Checkpoint]:
+        """Per partition of ``committed``, the newest checkpoint of ``topic`` whose source end is at most the
+        partition's committed offset."""
+        if not committed:
             return []
-        return [Checkpoint(r["topic"], r["partition"], r["end_offset"], r["taken_at"]) for r in rows]
+        partitions = sorted(committed)
+        try:
+            rows = await self.pool.fetch(_COVERING_SQL, topic, partitions, [committed[p] for p in partitions])
+        except (asyncpg.UndefinedTableError, asyncpg.UndefinedColumnError):  # not migrated yet
+            return []
+        return [_checkpoint(r) for r in rows]
 
     async def recent_actions(self, active_since: datetime | None, kept: int) -> list[RecentAction]:
         """Each agent's ``kept`` newest actions (gate commits and external ones), oldest first; only agents that

@@ -123,10 +123,18 @@ async def true_end_offsets(probe: Any, reported: dict[Any, int], timeout_ms: int
     partition whose last batch holds several records is reported too low, and a reader that stops at the
     reported end (Faust's table recovery) silently drops the tail. Reading from ``end - 1`` returns that whole
     batch; its highest offset + 1 is the true end. With a correct broker this returns ``reported`` unchanged.
+    A partition not read within ``timeout_ms`` keeps its reported end (:func:`probed_end_offsets` tells which).
     """
+    return (await probed_end_offsets(probe, reported, timeout_ms))[0]
+
+
+async def probed_end_offsets(
+    probe: Any, reported: dict[Any, int], timeout_ms: int = 1000
+) -> tuple[dict[Any, int], set[Any]]:
+    """:func:`true_end_offsets` and the partitions whose probe did not answer in time (their reported end kept)."""
     probed = [tp for tp, end in reported.items() if end > 0]
     if not probed:
-        return dict(reported)
+        return dict(reported), set()
     probe.assign(probed)
     for tp in probed:
         probe.seek(tp, reported[tp] - 1)
@@ -140,4 +148,4 @@ async def true_end_offsets(probe: Any, reported: dict[Any, int], timeout_ms: int
             if records:
                 fixed[tp] = max(fixed[tp], records[-1].offset + 1)
                 pending.discard(tp)
-    return fixed
+    return fixed, pending

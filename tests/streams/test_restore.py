@@ -237,3 +237,45 @@ async def test_the_tables_prepare_their_restores_side_by_side(tmp_path: Path, mo
     assert all(store["k"] == [1] for store in stores)
     assert [store.persisted_offset(TP(topic, 1)) for store, topic in zip(stores, topics, strict=True)
             if isinstance(store, RestoreStore)] == [0, 0, 0]  # fmt: skip
+
+
+def test_a_verdict_records_restore_keeps_the_window_when_committed_offsets_cannot_be_read(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The drafts' committed offsets only ever move a restore's start later; without them the window's holds."""
+    from datetime import UTC, datetime
+
+    from streams.runtime.restore import RestorePlan
+    from streams.store.restore import Checkpoint
+
+    taken = datetime.now(UTC)
+
+    class Database:
+        async def checkpoints_before(self, topics: list[str], before: datetime) -> list[Checkpoint]:
+            return [Checkpoint(topics[0], p, 10, taken) for p in (0, 1)]
+
+        async def checkpoints_covering(self, topic: str, committed: dict[int, int]) -> list[Checkpoint]:
+            return [Checkpoint(topic, p, 10 + offset, taken, offset) for p, offset in committed.items()]
+
+    async def database(timeout_s: float | None) -> Any:
+        return Database()
+
+    async def starts(committed: Any, topic: str = "p-drift-verdict-records-changelog") -> dict[int, int]:
+        plan = RestorePlan(Settings(restore_window_s=900), database, partitions=3, kept=10)
+
+        async def valid(topic: str, found: list[Checkpoint]) -> dict[int, int]:
+            return {c.partition: c.end_offset for c in found}
+
+        plan._valid, plan.drafts.committed = valid, committed  # type: ignore[method-assign]
+        return await plan.start_offsets(topic, {0, 1})
+
+    async def committed(partitions: Any) -> dict[int, int]:
+        return {0: 5}  # p1: nothing committed
+
+    async def unreadable(partitions: Any) -> dict[int, int]:
+        raise ConnectionError("coordinator not available")
+
+    assert asyncio.run(starts(committed)) == {0: 15, 1: 10}
+    assert asyncio.run(starts(committed, "p-drift-pending-attempts-changelog")) == {0: 10, 1: 10}
+    assert asyncio.run(starts(unreadable)) == {0: 10, 1: 10}
+    assert "committed offsets not read (coordinator not available)" in caplog.text
