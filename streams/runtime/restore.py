@@ -19,7 +19,9 @@ The mechanism here, used on every broker unless ``DRIFT_RESTORE_WINDOW_S=0``:
   ``recent-messages`` window (its similarity window): once the tail is applied, every agent of the worker's
   partitions that has no entry gets its newest committed actions from ``run_messages`` (PostgreSQL). Verdict
   records older than the window are not restored (a draft is redelivered only while its offset is uncommitted:
-  seconds); pending attempts are read back at least ``DRIFT_PENDING_TTL_S``, after which they expire anyway.
+  seconds), nor those of drafts before the committed offsets when a checkpoint says where those end
+  (:mod:`streams.runtime.redelivery`); pending attempts are read back at least ``DRIFT_PENDING_TTL_S``, after
+  which they expire anyway.
   Windowed action counts older than the window restart from what the window holds (an evaluation may come
   later, never twice).
 
