@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 
 #: The table whose restore follows the committed offsets of its source, the drafts topic.
 VERDICTS_TABLE = "verdict-records"
+#: How long a restore waits for the committed offsets before it keeps the window's start.
+COMMITTED_WAIT_S = 2.0
 #: How long the drafts partitions' true ends may take to probe; a partition not probed in time gets no source end.
 PROBE_MS = 2000
 

@@ -47,7 +47,7 @@ from mode import Service
 from engine.settings import Settings
 from streams.runtime import tails
 from streams.runtime.fetchwait import kafka_consumer
-from streams.runtime.redelivery import DraftOffsets
+from streams.runtime.redelivery import COMMITTED_WAIT_S, DraftOffsets
 from streams.store.restore import Checkpoint, RecentAction, RestoreQueries
 from streams.wire.kafka import start_with_retry
 
@@ -169,9 +169,12 @@ class RestorePlan:
         """The starts later than ``starts`` that the drafts' committed offsets allow (streams.runtime.redelivery);
         none when they cannot be read (the window's starts hold)."""
         try:
-            later = await self._valid(topic, await db.checkpoints_covering(topic, await self.drafts.committed(wanted)))
+            async with asyncio.timeout(COMMITTED_WAIT_S):  # inside the rebalance callback
+                committed = await self.drafts.committed(wanted)
+            later = await self._valid(topic, await db.checkpoints_covering(topic, committed))
         except Exception as exc:  # the window's starts are never wrong, only longer
-            log.warning("%s: the drafts' committed offsets not read (%s); restoring the window", topic, exc)
+            reason = str(exc) or type(exc).__name__
+            log.warning("%s: the drafts' committed offsets not read (%s); restoring the window", topic, reason)
             return {}
         return {p: offset for p, offset in later.items() if offset > starts.get(p, -1)}
 

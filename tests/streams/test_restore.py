@@ -240,11 +240,12 @@ async def test_the_tables_prepare_their_restores_side_by_side(tmp_path: Path, mo
 
 
 def test_a_verdict_records_restore_keeps_the_window_when_committed_offsets_cannot_be_read(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The drafts' committed offsets only ever move a restore's start later; without them the window's holds."""
     from datetime import UTC, datetime
 
+    from streams.runtime import restore as redelivery_restore
     from streams.runtime.restore import RestorePlan
     from streams.store.restore import Checkpoint
 
@@ -275,7 +276,28 @@ def test_a_verdict_records_restore_keeps_the_window_when_committed_offsets_canno
     async def unreadable(partitions: Any) -> dict[int, int]:
         raise ConnectionError("coordinator not available")
 
+    async def unanswered(partitions: Any) -> dict[int, int]:
+        await asyncio.sleep(3600)
+        return {}
+
     assert asyncio.run(starts(committed)) == {0: 15, 1: 10}
     assert asyncio.run(starts(committed, "p-drift-pending-attempts-changelog")) == {0: 10, 1: 10}
     assert asyncio.run(starts(unreadable)) == {0: 10, 1: 10}
     assert "committed offsets not read (coordinator not available)" in caplog.text
+    monkeypatch.setattr(redelivery_restore, "COMMITTED_WAIT_S", 0.05)
+    assert asyncio.run(starts(unanswered)) == {0: 10, 1: 10}  # bounded: this runs inside the rebalance callback
+    assert "committed offsets not read (TimeoutError)" in caplog.text
+
+
+def test_the_committed_offsets_read_are_the_worker_groups(tmp_path: Path) -> None:
+    from streams.runtime.redelivery import DraftOffsets
+    from streams.wire.topics import app_id
+
+    settings = Settings(data_dir=tmp_path, database_url="", topic_prefix="p.")
+    app = faust_app(settings, partitions=3, closing=NothingToClose(), skipped=no_skipped_batches)
+    assert app.conf.id == app_id(settings)  # Faust's consumer group is its app id
+
+    async def no_consumer(topic: str) -> Any:
+        raise AssertionError("not read here")
+
+    assert DraftOffsets(settings, no_consumer).topic == app.settings.topic("drafts")
