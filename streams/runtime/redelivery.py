@@ -21,7 +21,7 @@ long-lived.
 
 from __future__ import annotations
 
-import logging
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -30,8 +30,6 @@ from aiokafka.admin import AIOKafkaAdminClient
 from engine.settings import Settings
 from streams.wire.kafka import client_kwargs, probed_end_offsets
 from streams.wire.topics import Topics, app_id
-
-log = logging.getLogger(__name__)
 
 #: The table whose restore follows the committed offsets of its source, the drafts topic.
 VERDICTS_TABLE = "verdict-records"
@@ -77,7 +75,11 @@ class DraftOffsets:
             return {}
         if self._admin is None:
             admin = AIOKafkaAdminClient(**client_kwargs(self.settings))
-            await admin.start()
+            try:
+                await admin.start()
+            except BaseException:  # a bound ran out, or the broker refused: the next restore starts another
+                await asyncio.shield(admin.close())
+                raise
             self._admin = admin
         offsets = await self._admin.list_consumer_group_offsets(app_id(self.settings), partitions=tps)
         return {tp.partition: meta.offset for tp, meta in offsets.items() if meta.offset >= 0}
