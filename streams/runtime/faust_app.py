@@ -14,10 +14,12 @@ from typing import Any, Protocol, TypeVar
 
 import faust
 from faust.tables import TableManager
+from faust.tables.recovery import Recovery
 
 from engine.errors import ConfigurationError, PayloadError
 from engine.settings import Settings
 from streams.runtime import faust_private
+from streams.runtime.readahead import ReadAheadRecovery
 from streams.runtime.readiness import Readiness
 from streams.runtime.restore import RestorePlan, register_store
 from streams.runtime.transport import FastLane, transport_class
@@ -61,6 +63,11 @@ class PromptTableManager(TableManager):
         if not self.should_stop:
             await faust_private.update_table_channels(self)
             await self.recovery.start()
+
+    @property
+    def recovery(self) -> Recovery:
+        """Faust's recovery, which waits for the tables' read-aheads (:mod:`streams.runtime.readahead`)."""
+        return faust_private.table_recovery(self, ReadAheadRecovery)
 
     async def on_rebalance(
         self, assigned: set[Any], revoked: set[Any], newly_assigned: set[Any], generation_id: int = 0

@@ -17,7 +17,7 @@ import logging
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
@@ -26,6 +26,7 @@ from faust.streams import _current_event
 from faust.types import TP
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 #: (owner, name, kind): ``owner`` is ``module:Class``, ``module:Class.function`` or ``module``; ``kind`` is
 #: ``method`` (defined on the class or a base), ``attribute`` (assigned as ``self.<name>`` in the class or a
@@ -46,6 +47,8 @@ PRIVATE_NAMES: tuple[tuple[str, str, str], ...] = (
     # the tables side by side) and called there
     ("faust.tables.manager:TableManager", "_update_channels", "method"),
     ("faust.tables.manager:TableManager", "_recovery_started", "attribute"),
+    ("faust.tables.manager:TableManager", "_recovery", "attribute"),
+    ("faust.tables.recovery:Recovery", "_build_offsets", "method"),  # overridden by streams.runtime.readahead
     # read or written through the functions below
     ("faust.transport.drivers.aiokafka:Consumer", "_read_offset", "attribute"),
     ("faust.transport.drivers.aiokafka:Consumer", "_unacked_messages", "attribute"),
@@ -93,8 +96,7 @@ UNPACK_BATCH_LOCAL = "next_batch"
 
 def read_offset(consumer: Any, tp: TP) -> int | None:
     """The offset Faust's consumer last read on ``tp`` (None before the first record)."""
-    offset: int | None = consumer._read_offset[tp]
-    return offset
+    return cast("int | None", consumer._read_offset[tp])
 
 
 def set_read_offset(consumer: Any, tp: TP, offset: int) -> None:
@@ -108,8 +110,7 @@ async def add_gap(consumer: Any, tp: TP, first: int, last: int) -> None:
 
 def committed_offset(consumer: Any, tp: TP) -> int | None:
     """The offset Faust's consumer last committed on ``tp``, i.e. the next one the group reads (None: none yet)."""
-    offset: int | None = consumer._committed_offset[tp]
-    return offset
+    return cast("int | None", consumer._committed_offset[tp])
 
 
 def start_commits_at(consumer: Any, tp: TP, offset: int) -> None:
@@ -120,8 +121,7 @@ def start_commits_at(consumer: Any, tp: TP, offset: int) -> None:
 
 def acked_offsets(consumer: Any, tp: TP) -> list[int]:
     """The offsets acked on ``tp`` and not committed yet."""
-    acked: list[int] = consumer._acked[tp]
-    return acked
+    return cast("list[int]", consumer._acked[tp])
 
 
 def in_gap(consumer: Any, tp: TP, offset: int) -> bool:
@@ -179,14 +179,11 @@ async def seek_to_committed(kafka_consumer: Any) -> dict[TP, int | None]:
 def leave_group_unless_leader(
     kafka_consumer: Any, on_skip: Any, alone: Any, *, formed_after_s: float | None = None
 ) -> None:
-    """When the consumer stops, it sends LeaveGroup unless it was elected leader at its latest join and was not
-    alone in the group then (``alone()``); such a leader's membership ends by its session timeout instead
-    (``on_skip()`` is called then). See docs/known-issues.md, "A leader that leaves a forming group": the embedded
-    broker keeps a departed leader of a forming group as its leader for good. With ``formed_after_s`` such a
-    leader still leaves when, that many seconds after its stop began (a follower stopped at the same moment has
-    left by then), a heartbeat of its generation says the group is formed (no member joined or left since its
-    assignment): a formed group's leave clears the leader. A member's leave or join can still land between that
-    heartbeat and the leave; the other members then heal the group (:func:`heal_departed_leader`)."""
+    """On stop, the consumer sends LeaveGroup unless it was elected leader at its latest join and was not alone in
+    the group then (``alone()``): such a leader's membership ends by its session timeout (``on_skip()``), as the
+    embedded broker keeps a departed leader of a forming group for good (docs/known-issues.md). With
+    ``formed_after_s``, it still leaves when a heartbeat of its generation that long after its stop began says the
+    group is formed; a leave or join landing in between is healed by the others (:func:`heal_departed_leader`)."""
     coordinator = getattr(kafka_consumer, "_coordinator", None)
     if coordinator is None or not hasattr(coordinator, "_group_subscription"):
         return  # no group (a client-only consumer)
@@ -217,8 +214,7 @@ async def _leave_generation_zero(coordinator: Any) -> None:
 
 
 async def _group_formed(coordinator: Any, after_s: float) -> bool:
-    """A heartbeat of the member's generation, sent ``after_s`` from now, is answered without an error: its group
-    is formed."""
+    """A heartbeat of the member's generation, sent ``after_s`` from now, is answered: its group is formed."""
     await asyncio.sleep(after_s)
     request = HeartbeatRequest(coordinator.group_id, coordinator.generation, coordinator.member_id)
     try:
@@ -383,6 +379,13 @@ async def update_table_channels(manager: Any) -> None:
 def close_table_registration(manager: Any) -> None:
     """What Faust's TableManager does first in a rebalance: no table may be added from now on."""
     manager._recovery_started.set()
+
+
+def table_recovery(manager: Any, kind: Callable[..., R]) -> R:
+    """The table manager's recovery service, made with ``kind`` (Faust's property makes a plain ``Recovery``)."""
+    if manager._recovery is None:
+        manager._recovery = kind(manager.app, manager, beacon=manager.beacon, loop=manager.loop)
+    return cast(R, manager._recovery)
 
 
 def table_store_url(table: Any) -> str:

@@ -47,6 +47,7 @@ from mode import Service
 from engine.settings import Settings
 from streams.runtime import tails
 from streams.runtime.fetchwait import kafka_consumer
+from streams.runtime.readahead import READ_ON_S, Reading
 from streams.runtime.redelivery import COMMITTED_WAIT_S, DraftOffsets
 from streams.store.restore import Checkpoint, RecentAction, RestoreQueries
 from streams.wire.kafka import start_with_retry
@@ -57,12 +58,10 @@ STORE_SCHEME = "drift-memory"
 STORE_URL = f"{STORE_SCHEME}://"
 #: How long a restore waits for the database to look up checkpoints before it replays whole changelogs.
 LOOKUP_WAIT_S = 10.0
-#: How long one table's read-ahead of its moved partitions may take inside the rebalance callback.
-READ_AHEAD_S = 1.5
 #: The restore consumers' fetch wait: they read records the broker already holds, so a fetch returns as soon as
 #: the broker has listed them, and a long wait only stops a slow listing from coming back empty (the embedded
 #: broker lists every batch of a partition on each fetch: docs/known-issues.md). At the gate's 10 ms, three tables
-#: reading side by side on a loaded host needed more than READ_AHEAD_S for one tail (BENCHMARKS.md, run AB).
+#: reading side by side on a loaded host needed more than 1.5 s for one tail (BENCHMARKS.md, run AB).
 FETCH_WAIT_MS = 500
 #: Checkpoint rows are kept this many windows back (plus the newest older one per partition).
 KEEP_WINDOWS = 2
@@ -180,17 +179,17 @@ class RestorePlan:
 
     async def read_tails(self, topic: str, starts: dict[int, int | None]) -> dict[int, list[tails.ChangelogMessage]]:
         """The records of ``topic``'s partitions from each start (None: the beginning) to their end (see
-        :mod:`streams.runtime.tails`), within ``READ_AHEAD_S``: this runs inside the rebalance callback, which
-        must return well within the rebalance timeout. Nothing (Faust's recovery reads them) when it takes longer,
-        and for the other tables of the next seconds (a slow broker or a loaded host)."""
+        :mod:`streams.runtime.tails`), within ``READ_ON_S`` (:mod:`streams.runtime.readahead`: Faust's recovery
+        waits for it). Nothing (Faust's recovery reads them) when it takes longer, and for the other tables of the
+        next seconds (a broker that does not answer)."""
         if time.monotonic() < self._read_ahead_off_until:
             return {}
         try:
-            async with asyncio.timeout(READ_AHEAD_S):
+            async with asyncio.timeout(READ_ON_S):
                 return await self._read(topic, starts)
         except TimeoutError:
             self._read_ahead_off_until = time.monotonic() + 2 * LOOKUP_WAIT_S
-            log.warning("%s: changelog tails not read within %.1f s; Faust's recovery reads them", topic, READ_AHEAD_S)
+            log.warning("%s: changelog tails not read within %.0f s; Faust's recovery reads them", topic, READ_ON_S)
             return {}
 
     async def _read(self, topic: str, starts: dict[int, int | None]) -> dict[int, list[tails.ChangelogMessage]]:
@@ -278,6 +277,7 @@ class RestoreStore(MemoryStore[Any, Any]):
         self.complete: set[int] = set()  # partitions whose memory holds their whole changelog (last recovery)
         self.failed: set[int] = set()  # partitions a changelog record of this worker failed to reach since then
         self.written: dict[int, int] = {}  # partition -> the last changelog offset known to be in memory
+        self.reading = Reading()  # the moved partitions' read-ahead (streams.runtime.readahead)
 
     @property
     def topic(self) -> str:
@@ -322,6 +322,7 @@ class RestoreStore(MemoryStore[Any, Any]):
         self.failed.add(partition)
 
     async def on_rebalance(self, assigned: Any, revoked: Any, newly_assigned: Any, generation_id: int = 0) -> None:
+        await self.reading.cancel()  # a read of the previous rebalance still going: this one starts over
         await super().on_rebalance(assigned, revoked, newly_assigned, generation_id)
         plan = plan_of(self.app)
         retained = self._retained(assigned, newly_assigned)
@@ -336,10 +337,7 @@ class RestoreStore(MemoryStore[Any, Any]):
             log.exception("no restore checkpoints for %s; restoring from the beginning", self.topic)
             self.starts = {}
             return
-        try:
-            await self._read_ahead(plan, moved)
-        except Exception:  # Faust's own recovery reads on from wherever this stopped
-            log.exception("changelog tails of %s not read ahead; Faust's recovery reads them", self.topic)
+        await self.reading.start(lambda: self._read_ahead(plan, moved), self.topic)  # goes on past the callback
 
     async def _read_ahead(self, plan: RestorePlan, partitions: set[int]) -> None:
         """Apply the changelog tails of ``partitions`` (from their checkpoints) read with the plan's own consumer,
@@ -360,6 +358,10 @@ class RestoreStore(MemoryStore[Any, Any]):
         mine = {tp.partition for tp in assigned if tp.topic == self.topic}
         new = {tp.partition for tp in newly_assigned if tp.topic == self.topic}
         return (mine - new) & self.complete - self.failed
+
+    async def on_stop(self) -> None:
+        await self.reading.cancel()
+        await super().on_stop()
 
     async def on_recovery_completed(self, active_tps: Any, standby_tps: Any) -> None:
         await super().on_recovery_completed(active_tps, standby_tps)

@@ -14,6 +14,7 @@ from faust.types import TP
 
 from engine.settings import Settings
 from streams.runtime.faust_app import faust_app
+from streams.runtime.readahead import readings
 from streams.runtime.restore import RestoreStore, agent_partition, recent_entries
 from streams.runtime.tails import ChangelogMessage
 from streams.services.gate import RECENT_KEPT, remember_commit
@@ -126,6 +127,7 @@ async def test_a_kept_partition_is_not_restored_again_unless_its_memory_may_diff
 
     async def rebalance(assigned: set[TP], new: set[TP]) -> list[int | None]:
         await store.on_rebalance(assigned, set(), new)
+        await store.reading.done()  # Faust's recovery waits for it (streams.runtime.readahead)
         return [store.persisted_offset(TP(store.topic, p)) for p in (0, 1, 2)]
 
     assert await rebalance(tps(0, 1), tps(0, 1)) == [4, 4, None]  # all new: from their checkpoints (empty tails)
@@ -233,6 +235,7 @@ async def test_the_tables_prepare_their_restores_side_by_side(tmp_path: Path, mo
     assigned = {TP(topic, 1) for topic in topics} | {TP("p.drafts", 1)}
     async with asyncio.timeout(5):
         await app.tables.on_rebalance(assigned, set(), assigned)
+        await asyncio.gather(*(reading.done() for reading in readings(app.tables.values())))  # Faust's recovery waits
     assert steps == ["channels", "recovery"]  # then Faust's steps, in its order
     assert all(store["k"] == [1] for store in stores)
     assert [store.persisted_offset(TP(topic, 1)) for store, topic in zip(stores, topics, strict=True)

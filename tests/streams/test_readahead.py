@@ -1,0 +1,85 @@
+"""A table's read-ahead goes on past the rebalance callback, and Faust's recovery waits for it before it decides
+where its own reading starts (:mod:`streams.runtime.readahead`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from faust.types import TP
+
+from engine.settings import Settings
+from streams.runtime.faust_app import faust_app
+from streams.runtime.readahead import ReadAheadRecovery, Reading, readings
+from streams.runtime.restore import RestorePlan, RestoreStore
+from streams.runtime.tails import ChangelogMessage
+from tests.streams.fakes import NothingToClose, no_skipped_batches
+
+
+async def no_database(timeout_s: float | None) -> None:
+    return None
+
+
+async def test_recovery_waits_for_a_read_ahead_that_outlasts_the_callback_and_starts_after_it(tmp_path: Path) -> None:
+    app = faust_app(Settings(data_dir=tmp_path, database_url=""), partitions=3, closing=NothingToClose(),
+                    skipped=no_skipped_batches)  # fmt: skip
+    table = app.Table("a", default=list)
+    store = table.data
+    manager: Any = app.tables
+    assert isinstance(store, RestoreStore) and isinstance(manager.recovery, ReadAheadRecovery)
+    plan = RestorePlan(Settings(restore_window_s=900), no_database, partitions=3, kept=10)
+    released = asyncio.Event()
+
+    async def start_offsets(topic: str, partitions: Any) -> dict[int, int]:
+        return {p: 0 for p in partitions}
+
+    async def read_tails(topic: str, starts: dict[int, int | None]) -> dict[int, list[ChangelogMessage]]:
+        await released.wait()  # a long tail
+        return {p: [ChangelogMessage(b'"k%d"' % i, b"[%d]" % i, p, i) for i in range(10)] for p in starts}
+
+    plan.start_offsets, plan.read_tails = start_offsets, read_tails  # type: ignore[method-assign]
+    app.restore = plan
+    tp = TP(store.topic, 1)
+    async with asyncio.timeout(5):
+        await store.on_rebalance({tp}, set(), {tp})  # the callback returns while the tail is still being read
+    assert store.persisted_offset(tp) == -1  # what Faust's recovery reads in the callback: the checkpoint
+    recovery = manager.recovery
+    recovery.tp_to_table[tp] = table
+    consumer = SimpleNamespace(earliest_offsets=lambda *tps: _earliest(tps))
+    offsets: Counter[Any] = Counter({tp: store.persisted_offset(tp)})
+    build = asyncio.ensure_future(recovery._build_offsets(consumer, {tp}, offsets, "active"))
+    await asyncio.sleep(0.05)
+    assert not build.done()  # Faust's recovery waits for the read
+    released.set()
+    async with asyncio.timeout(5):
+        await build
+    assert offsets[tp] == 9 and store["k9"] == [9]  # it starts after the read-ahead: nothing left to read
+
+
+async def _earliest(tps: Any) -> dict[Any, int]:
+    return {tp: 0 for tp in tps}
+
+
+async def test_a_next_rebalance_cancels_a_read_still_going_and_a_failed_read_ends_it() -> None:
+    reading, begun, cancelled = Reading(), asyncio.Event(), asyncio.Event()
+
+    async def endless() -> None:
+        begun.set()
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            cancelled.set()
+
+    async def fails() -> None:
+        raise ConnectionError("broker gone")
+
+    await reading.start(endless, "t")
+    await begun.wait()
+    await reading.start(fails, "t")  # the rebalance after: the first read is cancelled first
+    assert cancelled.is_set()
+    async with asyncio.timeout(5):
+        await reading.done()  # a failed read ends (logged); Faust's recovery reads the tail
+    assert readings([SimpleNamespace(data=SimpleNamespace(reading=reading)), SimpleNamespace(data={})]) == [reading]
