@@ -24,7 +24,8 @@ from faust.tables.recovery import Recovery
 
 log = logging.getLogger(__name__)
 
-#: How long a table's read-ahead may go on in all before Faust's recovery reads its tails instead.
+#: How long a table's read-ahead may go on in all before Faust's recovery reads its tails instead. Below Faust's
+#: ``broker_request_timeout`` (90 s), which bounds the recovery's wait for it: past that Faust would read on its own.
 READ_ON_S = 30.0
 
 

@@ -13,7 +13,7 @@ from faust.types import TP
 
 from engine.settings import Settings
 from streams.runtime.faust_app import faust_app
-from streams.runtime.readahead import ReadAheadRecovery, Reading, readings
+from streams.runtime.readahead import READ_ON_S, ReadAheadRecovery, Reading, readings
 from streams.runtime.restore import RestorePlan, RestoreStore
 from streams.runtime.tails import ChangelogMessage
 from tests.streams.fakes import NothingToClose, no_skipped_batches
@@ -30,6 +30,7 @@ async def test_recovery_waits_for_a_read_ahead_that_outlasts_the_callback_and_st
     store = table.data
     manager: Any = app.tables
     assert isinstance(store, RestoreStore) and isinstance(manager.recovery, ReadAheadRecovery)
+    assert app.conf.broker_request_timeout > READ_ON_S  # the recovery's wait for a read ends with the read
     plan = RestorePlan(Settings(restore_window_s=900), no_database, partitions=3, kept=10)
     released = asyncio.Event()
 
