@@ -227,9 +227,9 @@ class RestorePlan:
         tps = [TopicPartition(topic, p) for p in sorted(partitions)]
         ends = await consumer.end_offsets(tps) if tps else {}
         now = datetime.now(UTC)
-        sources = await self.drafts.ends(tp.partition for tp in tps) if self.drafts.follows(topic) else {}
-        rows = [Checkpoint(topic, tp.partition, end, now, sources.get(tp.partition))
-                for tp, end in ends.items() if last.get(tp.partition) != end]  # fmt: skip
+        moved = {tp.partition: end for tp, end in ends.items() if last.get(tp.partition) != end}
+        sources = await self.drafts.ends(moved) if self.drafts.follows(topic) else {}  # after the changelog's ends
+        rows = [Checkpoint(topic, p, end, now, sources.get(p)) for p, end in moved.items()]
         keep_from = now - timedelta(seconds=KEEP_WINDOWS * self.settings.restore_window_s)
         await db.record_checkpoints(rows, keep_from)
         last.update({row.partition: row.end_offset for row in rows})
