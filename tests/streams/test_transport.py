@@ -467,7 +467,7 @@ def test_a_leader_named_without_a_sync_for_the_bound_counts_as_departed_a_comple
     from streams.runtime import faust_private
 
     now = [100.0]
-    watch = faust_private._DepartedLeader(stuck_s=10.0, clock=lambda: now[0])
+    watch = faust_private.group._DepartedLeader(stuck_s=10.0, clock=lambda: now[0])
     join = JoinGroupRequest("g", 6000, 5000, "me", None, "consumer", [])
     sync = SyncGroupRequest("g", 3, "me", None, [])
 

@@ -1,0 +1,150 @@
+"""aiokafka's group coordinator: how a worker leaves its group, and how the others end a departed leader the
+embedded broker keeps (docs/known-issues.md). The coordinator is the consumer's ``_coordinator``, listed in
+:mod:`streams.runtime.faust_private.consumer`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aiokafka.errors import KafkaError
+from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
+
+log = logging.getLogger(__name__)
+
+#: The private names reached below (part of :data:`streams.runtime.faust_private.PRIVATE_NAMES`).
+NAMES: tuple[tuple[str, str, str], ...] = (
+    ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_group_subscription", "attribute"),
+    ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_maybe_leave_group", "method"),
+    ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_send_req", "method"),
+    ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_group_instance_id", "attribute"),
+    ("aiokafka.consumer.group_coordinator:BaseCoordinator", "_client", "attribute"),
+    ("aiokafka.protocol.group:JoinGroupRequest", "_group", "attribute"),
+    ("aiokafka.protocol.group:JoinGroupRequest", "_session_timeout", "attribute"),
+    ("aiokafka.protocol.group:JoinGroupRequest", "_rebalance_timeout", "attribute"),
+    ("aiokafka.protocol.group:JoinGroupRequest", "_protocol_type", "attribute"),
+    ("aiokafka.protocol.group:JoinGroupRequest", "_group_protocols", "attribute"),
+)
+
+
+def leave_group_unless_leader(
+    kafka_consumer: Any, on_skip: Any, alone: Any, *, formed_after_s: float | None = None
+) -> None:
+    """On stop, the consumer sends LeaveGroup unless it was elected leader at its latest join and was not alone in
+    the group then (``alone()``): such a leader's membership ends by its session timeout (``on_skip()``), as the
+    embedded broker keeps a departed leader of a forming group for good (docs/known-issues.md). With
+    ``formed_after_s``, it still leaves when a heartbeat of its generation that long after its stop began says the
+    group is formed; a leave or join landing in between is healed by the others (:func:`heal_departed_leader`)."""
+    coordinator = getattr(kafka_consumer, "_coordinator", None)
+    if coordinator is None or not hasattr(coordinator, "_group_subscription"):
+        return  # no group (a client-only consumer)
+    leave = coordinator._maybe_leave_group
+
+    async def maybe_leave() -> None:
+        leads = coordinator._group_subscription is not None and not alone()  # set by the leader's assignment
+        if leads and not (formed_after_s is not None and await _group_formed(coordinator, formed_after_s)):
+            on_skip()
+            coordinator.reset_generation()
+            return
+        await _leave_generation_zero(coordinator)
+        await leave()
+
+    coordinator._maybe_leave_group = maybe_leave
+
+
+async def _leave_generation_zero(coordinator: Any) -> None:
+    """aiokafka sends LeaveGroup only from a generation above 0 (Kafka's first is 1); the embedded broker numbers a
+    group's first generation 0, so a member that never saw a second one (two workers started together, ``drift
+    up`` alone) would leave by its session timing out. Send it here; aiokafka's own leave then only resets."""
+    if coordinator.generation != 0 or coordinator._group_instance_id is not None:
+        return
+    try:
+        await coordinator._send_req(LeaveGroupRequest(coordinator.group_id, coordinator.member_id))
+    except KafkaError as exc:
+        log.warning("LeaveGroup of generation 0 failed: %r", exc)
+
+
+async def _group_formed(coordinator: Any, after_s: float) -> bool:
+    """A heartbeat of the member's generation, sent ``after_s`` from now, is answered: its group is formed."""
+    await asyncio.sleep(after_s)
+    request = HeartbeatRequest(coordinator.group_id, coordinator.generation, coordinator.member_id)
+    try:
+        response = await coordinator._send_req(request)
+    except KafkaError:
+        return False
+    return bool(response.error_code == 0)
+
+
+class _DepartedLeader:
+    """Follows one member's JoinGroup and SyncGroup answers: the same other member named leader for ``stuck_s``
+    without a sync in between is a departed leader the broker kept (docs/known-issues.md)."""
+
+    def __init__(self, stuck_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.stuck_s = stuck_s
+        self.clock = clock
+        self.leader = ""
+        self.since = 0.0
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    def saw(self, request: Any, response: Any) -> str:
+        """The departed leader to end, or ""."""
+        api, ok = getattr(request, "API_KEY", None), getattr(response, "error_code", None) == 0
+        if api == SyncGroupRequest.API_KEY and ok:
+            self.leader = ""
+        elif api == JoinGroupRequest.API_KEY and ok:
+            leader, now = response.leader_id, self.clock()
+            if leader == response.member_id:
+                self.leader = ""
+            elif leader != self.leader:
+                self.leader, self.since = leader, now
+            elif now - self.since >= self.stuck_s:
+                self.since = now  # at most once per stuck_s
+                return str(leader)
+        return ""
+
+
+def heal_departed_leader(kafka_consumer: Any, stuck_s: float, on_heal: Callable[[str], None]) -> None:
+    """Once the consumer has started: when its group names the same other member leader for ``stuck_s`` without
+    completing a rebalance, join once as that member (on a connection of its own) and send nothing more. The
+    broker then holds the departed leader as a member again, evicts it when its session runs out, and clears the
+    leader with it; the next join elects a live member. A live leader named that long only has its join
+    metadata replaced until its own next join: one more generation, nothing lost."""
+    coordinator = getattr(kafka_consumer, "_coordinator", None)
+    if coordinator is None or not hasattr(coordinator, "_send_req"):
+        return
+    send, watch = coordinator._send_req, _DepartedLeader(stuck_s)
+
+    async def observed(request: Any) -> Any:
+        response = await send(request)
+        if leader := watch.saw(request, response):
+            on_heal(leader)
+            task = asyncio.ensure_future(_join_as(coordinator, request, leader))
+            watch.tasks.add(task)
+            task.add_done_callback(watch.tasks.discard)
+        return response
+
+    coordinator._send_req = observed
+
+
+async def _join_as(coordinator: Any, request: Any, member_id: str) -> None:
+    join = JoinGroupRequest(request._group, request._session_timeout, request._rebalance_timeout, member_id, None,
+                            request._protocol_type, request._group_protocols)  # fmt: skip
+    try:
+        await coordinator._client.send(coordinator.coordinator_id, join)
+    except KafkaError as exc:
+        log.warning("joining as the departed leader %s failed: %r (tried again later)", member_id, exc)
+
+
+def group_leader_stays(kafka_consumer: Any) -> None:
+    """For a plain aiokafka group consumer (the sinks, the monitor, the shadow lane), once started: as
+    :func:`leave_group_unless_leader`, without a member count, so a leader never sends LeaveGroup and its
+    session times out instead (these groups are beside the verdict path: a few seconds' wait is harmless, a
+    group that never forms again stops the sink for good; seen in ``make chaos`` rolling-restarts)."""
+    leave_group_unless_leader(kafka_consumer, _leader_waits_out_its_session, lambda: False)
+
+
+def _leader_waits_out_its_session() -> None:
+    log.info("a consumer leading its group stops without LeaveGroup: its session times out instead")
