@@ -1,7 +1,8 @@
-"""End-to-end: two workers, one of them SIGKILLed again and again mid-stream (drafts whose verdicts were sent but
-whose offsets were not committed come back), a judge whose answers are random — and still no
-``(draft_id, attempt)`` gets two different decisions (issue 10, defect 1). The small run of ``make chaos``'s
-kill-workers scenario (ops/chaos/kill_workers.py)."""
+"""End-to-end: two workers, one of them SIGKILLed mid-stream (drafts whose verdicts were sent but whose offsets
+were not committed come back), a judge whose answers are random — and still no ``(draft_id, attempt)`` gets two
+different decisions (issue 10, defect 1). The small run of ``make chaos``'s kill-workers scenario
+(ops/chaos/kill_workers.py), with one kill: the scenario's five kills in a row, each during the previous one's
+recovery, are `make chaos`'s (a second kill here cost the suite 12-15 s for the same property)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.e2e
 async def test_no_attempt_gets_two_different_decisions_when_workers_are_killed(scenario: Scenario) -> None:
     stage = scenario.chaos_stage()
     try:
-        figures = await kill_workers.run(stage, drafts=300, kills=2, rate=30.0, malformed_every=30, agents=12)
+        figures = await kill_workers.run(stage, drafts=300, kills=1, rate=30.0, malformed_every=30, agents=12)
     finally:
         stage.close()
     records, verdicted = figures["verdict records (incl. redeliveries)"], figures["verdicted"]
