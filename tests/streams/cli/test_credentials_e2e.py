@@ -114,6 +114,9 @@ async def test_up_worker_and_sinks_print_no_password(stack: Stack, tcp_db: TcpPo
 
 
 def _bad_urls() -> list[str]:
+    """The password of a database nobody listens on, spelt three ways. Every spelling goes through ``db migrate``;
+    each other command takes one of them in turn (the message is made in one place, ``Store.connect``: what a
+    command adds is how it prints it, and each costs the suite a second of CPU per run)."""
     closed = free_port()
     encoded = PASSWORD_SPELLINGS[1]
     return [
@@ -124,17 +127,17 @@ def _bad_urls() -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "spellings"),
     [
-        ["db", "migrate"],
-        ["stats", "--from-database"],
-        ["config", "show", "a"],
-        ["config", "set", "a", "gate_enabled=1"],
+        (["db", "migrate"], slice(None)),
+        (["stats", "--from-database"], slice(0, 1)),
+        (["config", "show", "a"], slice(1, 2)),
+        (["config", "set", "a", "gate_enabled=1"], slice(2, 3)),
     ],
     ids=["db-migrate", "stats", "config-show", "config-set"],
 )
-def test_connection_errors_print_one_masked_line(stack: Stack, args: list[str]) -> None:
-    for url in _bad_urls():
+def test_connection_errors_print_one_masked_line(stack: Stack, args: list[str], spellings: slice) -> None:
+    for url in _bad_urls()[spellings]:
         result = _drift(stack, *args, "--database", url)
         assert result.returncode == 2, result.stderr
         assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
@@ -143,11 +146,11 @@ def test_connection_errors_print_one_masked_line(stack: Stack, args: list[str]) 
 
 
 def test_up_with_an_unreachable_database_prints_one_masked_line(stack: Stack, tmp_path: Path) -> None:
-    for url in _bad_urls():
-        result = _drift(stack, "up", "--database", url, "--kafka-port", str(free_port()), "--data-dir", str(tmp_path))
-        assert result.returncode == 2, result.stderr
-        assert "Traceback" not in result.stderr and "cannot connect to the database" in result.stderr
-        _assert_masked(result.stdout + result.stderr)
+    url = _bad_urls()[1]
+    result = _drift(stack, "up", "--database", url, "--kafka-port", str(free_port()), "--data-dir", str(tmp_path))
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "cannot connect to the database" in result.stderr
+    _assert_masked(result.stdout + result.stderr)
 
 
 def test_a_wrong_password_is_not_echoed(stack: Stack, tcp_db: TcpPostgres) -> None:
@@ -158,29 +161,29 @@ def test_a_wrong_password_is_not_echoed(stack: Stack, tcp_db: TcpPostgres) -> No
 
 
 def test_sinks_with_an_unreachable_database_prints_one_masked_line(stack: Stack) -> None:
-    for url in _bad_urls():
-        result = _drift(stack, "sinks", "--database", url, "--prefix", "pw-sinks.")
-        assert result.returncode == 2, result.stderr
-        assert len(result.stderr.splitlines()) == 1 and "cannot connect to the database" in result.stderr
-        _assert_masked(result.stdout + result.stderr)
+    url = _bad_urls()[2]
+    result = _drift(stack, "sinks", "--database", url, "--prefix", "pw-sinks.")
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.splitlines()) == 1 and "cannot connect to the database" in result.stderr
+    _assert_masked(result.stdout + result.stderr)
 
 
 def test_a_worker_that_cannot_reach_its_database_logs_no_password(stack: Stack, tmp_path: Path) -> None:
     """Whether the worker gives up or waits for its database, what it logs (verbose) names the URL masked."""
-    for url in _bad_urls():
-        log = tmp_path / f"worker-{uuid.uuid4().hex[:6]}.log"
-        args = [DRIFT, "worker", "--database", url, "--prefix", "pw-worker.", "-v"]
-        with log.open("wb") as out:
-            process = subprocess.Popen(args, env=_env(stack), stdout=out, stderr=subprocess.STDOUT)
-            try:
-                deadline = time.monotonic() + 30
-                while process.poll() is None and time.monotonic() < deadline:
-                    if "cannot connect to the database" in log.read_text(errors="replace"):
-                        break
-                    time.sleep(0.1)
-            finally:
-                process.terminate()
-                process.wait(timeout=30)
-        text = log.read_text(errors="replace")
-        assert "cannot connect to the database postgresql://drift" in text
-        _assert_masked(text)
+    url = _bad_urls()[0]
+    log = tmp_path / f"worker-{uuid.uuid4().hex[:6]}.log"
+    args = [DRIFT, "worker", "--database", url, "--prefix", "pw-worker.", "-v"]
+    with log.open("wb") as out:
+        process = subprocess.Popen(args, env=_env(stack), stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 30
+            while process.poll() is None and time.monotonic() < deadline:
+                if "cannot connect to the database" in log.read_text(errors="replace"):
+                    break
+                time.sleep(0.1)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    text = log.read_text(errors="replace")
+    assert "cannot connect to the database postgresql://drift" in text
+    _assert_masked(text)
