@@ -33,7 +33,7 @@ sandbox-tools:
 	  echo "make: the user-code sandbox is missing (install $(SANDBOX_PACKAGES) as root): code nodes and code judges will be refused, their sandbox tests fail" >&2; \
 	fi
 
-# -n auto: one pytest worker per core, each with its own embedded broker and database (tests/conftest.py);
+# -n auto: one pytest worker per core plus one, each with its own embedded broker and database (tests/conftest.py);
 # --dist loadfile keeps a file's tests (and its module-scoped workers) on one of them; --no-loadscope-reorder hands
 # the files out longest first (tests/conftest.py orders them), not by their number of tests. Bytecode is written
 # even where the environment says not to: each xdist worker otherwise re-does pytest's assertion rewriting of every
