@@ -77,7 +77,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Longest files first: the files of :data:`LONGEST_FIRST`, then every other file holding an end-to-end test,
     then the rest, each in collection order (a file's tests keep theirs). pytest-xdist's ``--dist loadfile`` hands
     out files in this order (`make test` turns off its own ordering by test count, which put the one-test e2e files
-    last): the run then ends with short files on both cores, not with one core running a two-minute file.
+    last): the run then ends with short files on every pytest worker, not with one running a two-minute file.
 
     Files holding a test that runs alone (:func:`_timed_alone`) are handed out once no other end-to-end file is
     left: such a test first waits, its core idle, for the test running on the other core, which is then a short
