@@ -30,8 +30,7 @@ async def publish(settings: Settings, records: list[tuple[str, bytes, bytes]], *
     try:
         await start_with_retry(producer, settings.broker, timeout_s)
     except Exception as exc:
-        log.info("stored, but not announced on Kafka: %s", exc)
-        await producer.stop()  # a producer that never started still holds its client ("Unclosed AIOKafkaProducer")
+        log.info("stored, but not announced on Kafka: %s", exc)  # (start_with_retry closed the producer)
         return False
     try:
         for topic, key, value in records:

@@ -21,7 +21,8 @@ from engine.settings import Settings
 from streams.runtime import faust_private
 from streams.runtime.readahead import ReadAheadRecovery
 from streams.runtime.readiness import Readiness
-from streams.runtime.restore import RestorePlan, register_store
+from streams.runtime.restore import RestorePlan
+from streams.runtime.restore_store import register_store
 from streams.runtime.transport import FastLane, transport_class
 from streams.wire.kafka import client_kwargs, ssl_context
 from streams.wire.topics import app_id
@@ -129,17 +130,16 @@ class DriftApp(faust.App):
         super().on_rebalance_end()
         self.readiness.rebalance_ended()
 
-    async def on_stop(self) -> None:
-        if self.restore is not None:
-            await self.restore.close()
-        await super().on_stop()
-
     async def on_shutdown(self) -> None:
         """Mode calls this after the agents (children) and the timers and tasks (futures) have stopped; the
         services' own tasks end next (work cut short was never committed, as the consumer has stopped, so the
-        next owner gets it again), and only then does the output producer close: nothing sends on it closed."""
+        next owner gets it again), and only then does the output producer close: nothing sends on it closed.
+        The restore plan closes here too, after the tables: their checkpoint rounds and a rebalance cut short
+        by the stop start its consumers until they have stopped."""
         for close in self._before_closing:
             await close()
+        if self.restore is not None:
+            await self.restore.close()
         await self.closing.close()
         await super().on_shutdown()
 

@@ -1,6 +1,6 @@
 """Changelog tails read ahead beyond the rebalance callback, with Faust's recovery waiting for them.
 
-A table's read-ahead (:meth:`streams.runtime.restore.RestoreStore.on_rebalance`) reads a moved partition's
+A table's read-ahead (:meth:`streams.runtime.restore_store.RestoreStore.on_rebalance`) reads a moved partition's
 changelog tail with a plain consumer, tens of thousands of records a second, where Faust's recovery hands them
 through one at a time (about 2,000 a second here). It used to run inside the rebalance callback, which must
 return soon (a member cannot rejoin a next rebalance before it has), so it had 1.5 s, and a longer tail fell back

@@ -29,7 +29,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from engine.settings import Settings
 from streams.wire.kafka import client_kwargs, probed_end_offsets
-from streams.wire.topics import Topics, app_id
+from streams.wire.topics import Topics, app_id, changelog_table
 
 #: The table whose restore follows the committed offsets of its source, the drafts topic.
 VERDICTS_TABLE = "verdict-records"
@@ -52,7 +52,7 @@ class DraftOffsets:
 
     def follows(self, changelog_topic: str) -> bool:
         """Whether the restore of ``changelog_topic`` may start at its committed drafts' checkpoint."""
-        return changelog_topic.endswith(f"-{VERDICTS_TABLE}-changelog")
+        return changelog_table(changelog_topic) == VERDICTS_TABLE
 
     async def ends(self, partitions: Iterable[int]) -> dict[int, int]:
         """The true end offset of each drafts partition (Tansu reports its last batch's base + 1, too low for a

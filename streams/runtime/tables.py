@@ -31,7 +31,7 @@ import orjson
 from engine.errors import ConfigurationError
 from streams.runtime.eviction import Clock
 from streams.runtime.faust_private import table_store_url
-from streams.runtime.restore import STORE_SCHEME
+from streams.runtime.restore_store import STORE_SCHEME
 
 Send = Callable[[str, bytes, bytes | None, int | None], Awaitable[asyncio.Future[Any]]]
 
@@ -53,7 +53,7 @@ class DirectTable(MutableMapping[str, Any]):
         self._clock = clock
         self._written: OrderedDict[str, tuple[float, int]] = OrderedDict()  # key -> (written at, partition)
         self._watch_restore(table)
-        self._note = getattr(self._store, "note_partition", None)  # streams.runtime.restore.RestoreStore
+        self._note = getattr(self._store, "note_partition", None)  # streams.runtime.restore_store.RestoreStore
         self._note_failed = getattr(self._store, "note_failed", None)  # ... its lost writes
         self._note_written = getattr(self._store, "note_written", None)  # ... and its delivered ones
         self._dirty: dict[str, int | tuple[int, ...]] = {}  # key -> changelog partition(s)

@@ -107,13 +107,30 @@ KAFKA_START_BACKOFF = Backoff(0.1, 1.0)
 
 
 async def start_with_retry(client: Any, broker: str, timeout_s: float, on_retry: RetryCounter = no_count) -> None:
-    """Start an aiokafka client, retrying while the broker comes up, for ``timeout_s`` at most."""
+    """Start an aiokafka client (producer, consumer or admin), retrying while the broker comes up, for
+    ``timeout_s`` at most.
+
+    A client that does not start is closed before the failure goes on, whatever stopped it: the deadline, the
+    broker's refusal, or the caller's cancellation or timeout (a worker stopping mid-rebalance). It holds its
+    connections otherwise, and aiokafka logs ``Unclosed AIOKafkaConsumer`` at ERROR when it is collected."""
     policy = RetryPolicy("kafka_start", lambda exc: isinstance(exc, KafkaConnectionError | KafkaError | OSError),
                          KAFKA_START_BACKOFF, deadline_s=timeout_s)  # fmt: skip
     try:
         await retrying(client.start, policy, on_retry)
-    except (KafkaConnectionError, KafkaError, OSError) as exc:
-        raise ServiceError(f"cannot reach the Kafka broker at {broker}: {exc}") from None
+    except BaseException as exc:
+        await asyncio.shield(close_quietly(client))  # a second cancellation does not cut the close short
+        if isinstance(exc, KafkaConnectionError | KafkaError | OSError):
+            raise ServiceError(f"cannot reach the Kafka broker at {broker}: {exc}") from None
+        raise
+
+
+async def close_quietly(client: Any) -> None:
+    """Close an aiokafka client that may not have started (``stop`` for producers and consumers, ``close`` for
+    the admin client); a failure to close is logged, never raised over the failure that led here."""
+    try:
+        await (client.stop() if hasattr(client, "stop") else client.close())
+    except Exception as exc:
+        log.debug("closing a Kafka client that did not start: %s", exc)
 
 
 async def true_end_offsets(probe: Any, reported: dict[Any, int], timeout_ms: int = 1000) -> dict[Any, int]:

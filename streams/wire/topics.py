@@ -54,6 +54,11 @@ def changelog_topics(settings: Settings) -> tuple[str, ...]:
     return tuple(f"{base}-{name}-changelog" for name in TABLE_NAMES)
 
 
+def changelog_table(topic: str) -> str | None:
+    """The table of :data:`TABLE_NAMES` whose changelog ``topic`` is (under any app id); None for other topics."""
+    return next((name for name in TABLE_NAMES if topic.endswith(f"-{name}-changelog")), None)
+
+
 #: Windowed tables: Faust drops their windows after ``expires``; the changelog may drop them too.
 WINDOWED_TABLES: tuple[str, ...] = ("message-counts",)
 

@@ -142,7 +142,7 @@ def test_direct_tables_take_a_real_memory_table_and_refuse_a_persisted_one(tmp_p
     from faust.stores.memory import Store as FaustMemoryStore
 
     from streams.runtime.faust_app import faust_app
-    from streams.runtime.restore import RestoreStore
+    from streams.runtime.restore_store import RestoreStore
     from tests.streams.fakes import NothingToClose, no_skipped_batches
 
     app = faust_app(

@@ -14,7 +14,8 @@ from faust.types import TP
 from engine.settings import Settings
 from streams.runtime.faust_app import faust_app
 from streams.runtime.readahead import READ_ON_S, ReadAheadRecovery, Reading, readings
-from streams.runtime.restore import RestorePlan, RestoreStore
+from streams.runtime.restore import RestorePlan
+from streams.runtime.restore_store import RestoreStore
 from streams.runtime.tails import ChangelogMessage
 from tests.streams.fakes import NothingToClose, no_skipped_batches
 

@@ -15,7 +15,8 @@ from faust.types import TP
 from engine.settings import Settings
 from streams.runtime.faust_app import faust_app
 from streams.runtime.readahead import readings
-from streams.runtime.restore import RestoreStore, agent_partition, recent_entries
+from streams.runtime.restore import agent_partition, recent_entries
+from streams.runtime.restore_store import RestoreStore
 from streams.runtime.tails import ChangelogMessage
 from streams.services.gate import RECENT_KEPT, remember_commit
 from streams.store.restore import RecentAction

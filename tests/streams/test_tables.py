@@ -111,7 +111,7 @@ async def test_a_flush_returns_undelivered_records_another_flush_sent() -> None:
 
 async def test_delivered_and_lost_changelog_records_are_told_to_the_store() -> None:
     """A restore store that keeps a partition's memory across rebalances learns how far its changelog is in memory
-    (streams.runtime.restore.RestoreStore.note_written) and that a write of it was lost (note_failed)."""
+    (streams.runtime.restore_store.RestoreStore.note_written) and that a write of it was lost (note_failed)."""
     sent: Sent = []
     table, futures = make_table(sent, settle=False)
     failed: list[int] = []
