@@ -21,14 +21,13 @@ long-lived.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from engine.settings import Settings
-from streams.wire.kafka import client_kwargs, probed_end_offsets
+from streams.wire.kafka import client_kwargs, probed_end_offsets, start_once
 from streams.wire.topics import Topics, app_id, changelog_table
 
 #: The table whose restore follows the committed offsets of its source, the drafts topic.
@@ -75,11 +74,7 @@ class DraftOffsets:
             return {}
         if self._admin is None:
             admin = AIOKafkaAdminClient(**client_kwargs(self.settings))
-            try:
-                await admin.start()
-            except BaseException:  # a bound ran out, or the broker refused: the next restore starts another
-                await asyncio.shield(admin.close())
-                raise
+            await start_once(admin)  # a bound ran out, or the broker refused: the next restore starts another
             self._admin = admin
         offsets = await self._admin.list_consumer_group_offsets(app_id(self.settings), partitions=tps)
         return {tp.partition: meta.offset for tp, meta in offsets.items() if meta.offset >= 0}

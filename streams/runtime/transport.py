@@ -26,7 +26,7 @@ from streams.runtime import faust_private as private
 from streams.runtime import fetchwait
 from streams.runtime.commits import HeadOfLineCommits
 from streams.runtime.undecodable import SkippedBatch, guard_fetcher, unfetchable
-from streams.wire.kafka import client_kwargs, true_end_offsets
+from streams.wire.kafka import client_kwargs, start_once, true_end_offsets
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +64,10 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
 
         async def _highwaters(self, partitions: list[Any]) -> Any:
             reported = dict(await super()._highwaters(partitions))
-            if self._probe is None:
-                self._probe = AIOKafkaConsumer(**client_kwargs(settings), enable_auto_commit=False)
-                await self._probe.start()
+            if self._probe is None:  # kept only once started: a failed start is closed, the next call tries again
+                probe = AIOKafkaConsumer(**client_kwargs(settings), enable_auto_commit=False)
+                await start_once(probe)
+                self._probe = probe
             return await true_end_offsets(self._probe, reported)
 
         async def seek_to_committed(self) -> Any:

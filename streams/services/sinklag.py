@@ -17,7 +17,7 @@ from engine.errors import DriftError
 from engine.settings import Settings
 from streams.services.sinks import SINK_TABLES, sink_group, sink_topic
 from streams.services.stats import GateStats
-from streams.wire.kafka import client_kwargs, start_with_retry
+from streams.wire.kafka import client_kwargs, close_quietly, start_once, start_with_retry
 
 log = logging.getLogger(__name__)
 LAG_INTERVAL_S = 5.0
@@ -36,11 +36,11 @@ class SinkLag:
         if self._consumer is None or self._admin is None:
             consumer = AIOKafkaConsumer(**client_kwargs(self.settings), enable_auto_commit=False)
             admin = AIOKafkaAdminClient(**client_kwargs(self.settings))
+            await start_with_retry(consumer, self.settings.broker, self.settings.connect_timeout_s)
             try:
-                await start_with_retry(consumer, self.settings.broker, self.settings.connect_timeout_s)
-                await admin.start()
+                await start_once(admin)
             except BaseException:
-                await asyncio.gather(consumer.stop(), admin.close(), return_exceptions=True)
+                await asyncio.shield(close_quietly(consumer))
                 raise
             self._consumer, self._admin = consumer, admin
         return self._consumer, self._admin

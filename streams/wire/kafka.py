@@ -124,6 +124,16 @@ async def start_with_retry(client: Any, broker: str, timeout_s: float, on_retry:
         raise
 
 
+async def start_once(client: Any) -> None:
+    """Start an aiokafka client without retrying (the caller bounds it); one that does not start is closed, as
+    :func:`start_with_retry` closes it."""
+    try:
+        await client.start()
+    except BaseException:
+        await asyncio.shield(close_quietly(client))
+        raise
+
+
 async def close_quietly(client: Any) -> None:
     """Close an aiokafka client that may not have started (``stop`` for producers and consumers, ``close`` for
     the admin client); a failure to close is logged, never raised over the failure that led here."""

@@ -20,7 +20,7 @@ from streams.runtime import restore
 from streams.runtime.faust_app import faust_app
 from streams.runtime.fetchwait import kafka_consumer
 from streams.runtime.restore import RestorePlan
-from streams.wire.kafka import client_kwargs, start_with_retry
+from streams.wire.kafka import client_kwargs, start_once, start_with_retry
 from tests.streams.fakes import NothingToClose, no_skipped_batches
 
 REFUSED = Settings(broker="127.0.0.1:1")
@@ -66,7 +66,7 @@ async def test_clients_that_never_reach_the_broker_are_closed_at_the_deadline() 
     assert await unclosed_reports(clients) == []
 
 
-async def test_an_admin_client_that_does_not_start_is_closed() -> None:
+async def test_an_admin_client_that_does_not_start_is_closed_with_or_without_retries() -> None:
     closed: list[str] = []
 
     class Admin:  # aiokafka's admin client closes with close(), not stop()
@@ -78,7 +78,9 @@ async def test_an_admin_client_that_does_not_start_is_closed() -> None:
 
     with pytest.raises(ServiceError):
         await start_with_retry(Admin(), "b:1", 0.1)
-    assert closed == ["admin"]
+    with pytest.raises(OSError, match="connection refused"):  # start_once: the caller bounds and reports it
+        await start_once(Admin())
+    assert closed == ["admin", "admin"]
 
 
 async def test_a_restore_consumer_that_starts_after_the_plan_closed_is_stopped(
