@@ -66,6 +66,8 @@ KEEP_WINDOWS = 2
 SEEDED_TABLE = "recent-messages"
 #: The table whose tail is at least the pending TTL.
 PENDING_TABLE = "pending-attempts"
+#: What a restore read meets once the plan has closed (the worker stops).
+STOPPING = "the worker is stopping: no restore reads"
 
 Database = Callable[[float | None], Awaitable[RestoreQueries | None]]
 
@@ -124,12 +126,13 @@ class RestorePlan:
         """The plain consumer that reads changelog ``topic`` for restores (started on first use, kept until closed)."""
         async with self._locks.setdefault(topic, asyncio.Lock()):
             if (consumer := self._consumers.get(topic)) is None:
+                if self._closed:
+                    raise ServiceError(STOPPING)
                 consumer = kafka_consumer(self.settings, enable_auto_commit=False, fetch_max_wait_ms=FETCH_WAIT_MS)
-                if not self._closed:
-                    await start_with_retry(consumer, self.settings.broker, 30.0)
-                if self._closed:  # closed before it started, or while it did: close() did not see it
+                await start_with_retry(consumer, self.settings.broker, 30.0)
+                if self._closed:  # closed while it started: close() did not see it
                     await consumer.stop()
-                    raise ServiceError("the worker is stopping: no restore reads")
+                    raise ServiceError(STOPPING)
                 self._consumers[topic] = consumer
             return consumer
 

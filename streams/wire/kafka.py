@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -116,21 +117,23 @@ async def start_with_retry(client: Any, broker: str, timeout_s: float, on_retry:
     policy = RetryPolicy("kafka_start", lambda exc: isinstance(exc, KafkaConnectionError | KafkaError | OSError),
                          KAFKA_START_BACKOFF, deadline_s=timeout_s)  # fmt: skip
     try:
-        await retrying(client.start, policy, on_retry)
-    except BaseException as exc:
-        await asyncio.shield(close_quietly(client))  # a second cancellation does not cut the close short
-        if isinstance(exc, KafkaConnectionError | KafkaError | OSError):
-            raise ServiceError(f"cannot reach the Kafka broker at {broker}: {exc}") from None
-        raise
+        await _started_or_closed(client, lambda: retrying(client.start, policy, on_retry))
+    except (KafkaConnectionError, KafkaError, OSError) as exc:
+        raise ServiceError(f"cannot reach the Kafka broker at {broker}: {exc}") from None
 
 
 async def start_once(client: Any) -> None:
     """Start an aiokafka client without retrying (the caller bounds it); one that does not start is closed, as
     :func:`start_with_retry` closes it."""
+    await _started_or_closed(client, client.start)
+
+
+async def _started_or_closed(client: Any, start: Callable[[], Awaitable[Any]]) -> None:
+    """``await start()``; if it raises or is cancelled, close ``client`` before the failure goes on."""
     try:
-        await client.start()
+        await start()
     except BaseException:
-        await asyncio.shield(close_quietly(client))
+        await asyncio.shield(close_quietly(client))  # a second cancellation does not cut the close short
         raise
 
 

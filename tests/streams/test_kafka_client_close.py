@@ -87,8 +87,12 @@ async def test_a_restore_consumer_that_starts_after_the_plan_closed_is_stopped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     starting, release, starts, stopped = asyncio.Event(), asyncio.Event(), [], []
+    made: list[Any] = []
 
     class Consumer:
+        def __init__(self) -> None:
+            made.append(self)
+
         async def stop(self) -> None:
             stopped.append(self)
 
@@ -113,7 +117,7 @@ async def test_a_restore_consumer_that_starts_after_the_plan_closed_is_stopped(
         assert len(stopped) == 1
         with pytest.raises(ServiceError, match="the worker is stopping"):
             await plan.consumer("p-drift-verdict-records-changelog")
-    assert len(starts) == 1 and len(stopped) == 2  # none started after the close; every one made is stopped
+    assert len(starts) == 1 and stopped == made  # none started after the close; every one made is stopped
 
 
 async def test_a_stopping_worker_closes_its_restore_plan_after_its_tables(tmp_path: Path) -> None:
