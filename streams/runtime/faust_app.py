@@ -104,6 +104,7 @@ class DriftApp(faust.App):
         self.fast_lanes: dict[str, FastLane] = {}
         self.readiness = Readiness(settings.ready_bound_s, gated=settings.topic("drafts"))  # why it does not gate
         self._before_closing: list[Callable[[], Awaitable[None]]] = []
+        self._stopping: list[Callable[[], Awaitable[None]]] = []
 
     def add_fast_lane(self, topic: str, lane: FastLane) -> None:
         """Hand ``topic``'s batches to ``lane`` instead of Faust's stream (the topic must be subscribed)."""
@@ -113,6 +114,15 @@ class DriftApp(faust.App):
         """Await ``close`` when the app shuts down, before ``closing``: a service registers how to end its own
         tasks that send on the output (its dispatcher), as it registers its agents."""
         self._before_closing.append(close)
+
+    def first_on_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Await ``hook`` first when the app stops, before its consumer stops and leaves the group."""
+        self._stopping.append(hook)
+
+    async def on_stop(self) -> None:
+        for hook in self._stopping:
+            await hook()
+        await super().on_stop()
 
     async def on_start(self) -> None:
         await super().on_start()

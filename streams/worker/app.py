@@ -51,6 +51,7 @@ from streams.wire.payloads import AgentConfigChange, Alert, decode
 from streams.wire.topics import Topics
 from streams.worker.lanes import COUNT_FLUSH_S, GateLane, StateLane, bind_record
 from streams.worker.metrics import CONTENT_TYPE, exposition, metrics_registry
+from streams.worker.peers import PeerWatch
 from streams.worker.restoring import restore_plan
 
 log = logging.getLogger(__name__)
@@ -217,6 +218,7 @@ def _install(app: DriftApp, worker: Worker, on_ready: Callable[[], None] | None)
     _install_monitor(app, worker.monitor, worker.store)
     _install_shadows(app, worker.shadows, worker.store, worker.letters)
     _install_lifecycle(app, worker, on_ready)
+    _install_peer_watch(app, worker.settings, worker.store.ready)
     _install_stats_pages(app, worker)
     _install_config_page(app, worker.configs)
     _install_partitions_page(app, Topics(worker.settings.topic_prefix).drafts)
@@ -309,6 +311,13 @@ def _install_shadows(app: DriftApp, shadows: ShadowService, store: WorkerStore, 
     @app.page("/shadows")
     async def shadows_page(web: Any, request: Any) -> Any:
         return web.json({"running": sorted(s.name for s in shadows.cache.running())})
+
+
+def _install_peer_watch(app: DriftApp, settings: Settings, ready: asyncio.Event) -> None:
+    """A worker killed without a word hands its partitions over at once (streams.worker.peers)."""
+    if (watch := PeerWatch(settings, app, ready)).enabled:
+        app.task(supervised(watch.run, "peer watch", pause_s=1.0))
+        app.first_on_stop(watch.stopping)
 
 
 def _install_stats_pages(app: DriftApp, worker: Worker) -> None:

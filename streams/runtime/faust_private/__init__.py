@@ -45,7 +45,13 @@ from streams.runtime.faust_private.fetcher import (
     replace_records_iterator,
     set_fetch_max_wait,
 )
-from streams.runtime.faust_private.group import group_leader_stays, heal_departed_leader, leave_group_unless_leader
+from streams.runtime.faust_private.group import (
+    end_member,
+    group_leader_stays,
+    group_member,
+    heal_departed_leader,
+    leave_group_unless_leader,
+)
 from streams.runtime.faust_private.tables import (
     close_table_registration,
     set_current_event,
@@ -90,10 +96,12 @@ __all__ = [
     "close_table_registration",
     "committed_offset",
     "consumer_thread",
+    "end_member",
     "fetch_loop_stopped",
     "fetch_max_wait",
     "fetch_results",
     "group_leader_stays",
+    "group_member",
     "heal_departed_leader",
     "in_gap",
     "kafka_consumer",

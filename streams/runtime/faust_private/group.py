@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, RebalanceInProgressError, UnknownMemberIdError
 from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 
 log = logging.getLogger(__name__)
@@ -70,12 +70,44 @@ async def _leave_generation_zero(coordinator: Any) -> None:
 async def _group_formed(coordinator: Any, after_s: float) -> bool:
     """A heartbeat of the member's generation, sent ``after_s`` from now, is answered: its group is formed."""
     await asyncio.sleep(after_s)
+    return await _heartbeat_error(coordinator) == 0
+
+
+async def _heartbeat_error(coordinator: Any) -> int | None:
+    """The error code of a heartbeat of the member's generation sent now (None: no answer)."""
     request = HeartbeatRequest(coordinator.group_id, coordinator.generation, coordinator.member_id)
     try:
         response = await coordinator._send_req(request)
     except KafkaError:
+        return None
+    return int(response.error_code)
+
+
+def group_member(kafka_consumer: Any) -> tuple[str, str] | None:
+    """(group id, member id) of a group consumer the broker has given a member id, else None."""
+    coordinator = getattr(kafka_consumer, "_coordinator", None)
+    member_id = getattr(coordinator, "member_id", "")
+    return (str(coordinator.group_id), str(member_id)) if coordinator is not None and member_id else None
+
+
+async def end_member(kafka_consumer: Any, member_id: str, *, formed_first: bool) -> bool:
+    """Send LeaveGroup for another member of the consumer's group (a worker that died without a word, see
+    :mod:`streams.worker.peers`): True once the broker has no such member, False to try again later. With
+    ``formed_first``, only while a heartbeat of the consumer's generation says the group is formed: the embedded
+    broker keeps a leader that leaves a forming group as its leader for good (docs/known-issues.md). When the
+    leave started a rebalance, the consumer rejoins at once instead of at its next heartbeat."""
+    coordinator = getattr(kafka_consumer, "_coordinator", None)
+    if coordinator is None or (formed_first and not await _group_formed(coordinator, 0.0)):
         return False
-    return bool(response.error_code == 0)
+    try:
+        response = await coordinator._send_req(LeaveGroupRequest(coordinator.group_id, member_id))
+    except KafkaError:
+        return False
+    if response.error_code not in (0, UnknownMemberIdError.errno):
+        return False
+    if await _heartbeat_error(coordinator) == RebalanceInProgressError.errno:
+        coordinator.request_rejoin()
+    return True
 
 
 class _DepartedLeader:

@@ -1,0 +1,101 @@
+"""The workers of each consumer group, as PostgreSQL sees them (``group_members``, migration 015).
+
+A worker registers on a connection of its own (:meth:`PeerLock.hold`): it takes a session advisory lock on its
+token, then writes its row. The lock lasts exactly as long as that connection, and the connection as long as
+the process: when a worker is killed, its kernel closes the socket, PostgreSQL ends the backend and frees the
+lock within milliseconds. A row whose lock another worker can take is therefore a worker that is gone without
+an orderly stop (an orderly stop deletes its row first, :meth:`PeerLock.release`). :meth:`PeerLock.sweep` finds
+such rows and hands each member id to the caller, which ends the membership on the broker
+(:mod:`streams.worker.peers`).
+
+A restarted PostgreSQL frees every lock at once while the workers are alive: rows are not swept until the server
+has run for ``grace_s`` (``pg_postmaster_start_time``), time for every live worker to take its lock again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import asyncpg
+
+#: Take the worker's lock, then (re)write its row: a row exists only while its lock was held once.
+_HOLD_SQL = "SELECT pg_advisory_lock(hashtextextended($1, 0))"
+_REGISTER_SQL = """
+INSERT INTO group_members (token, group_id, member_id) VALUES ($1, $2, $3)
+ON CONFLICT (token) DO UPDATE SET group_id = EXCLUDED.group_id, member_id = EXCLUDED.member_id"""
+_MEMBER_SQL = "UPDATE group_members SET member_id = $2 WHERE token = $1"
+_RELEASE_SQL = "DELETE FROM group_members WHERE token = $1"
+
+#: The other rows of the group, once the server has run for the grace; rows another sweeper holds are skipped.
+_CANDIDATES_SQL = """
+SELECT token, member_id FROM group_members
+WHERE group_id = $1 AND token <> $2 AND now() - pg_postmaster_start_time() > make_interval(secs => $3)
+ORDER BY started_at FOR UPDATE SKIP LOCKED"""
+#: Free, the worker's lock is gone with its connection (taken for this transaction only).
+_GONE_SQL = "SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))"
+
+#: Ends a departed member on the broker: True once it is no member any more (its row goes), False to try later.
+EndMember = Callable[[str], Awaitable[bool]]
+
+
+class PeerLock:
+    """One worker's registration in its group, on its own connection (never a pooled one: the lock must last
+    exactly as long as the process)."""
+
+    def __init__(self, connection: asyncpg.Connection, token: str, group_id: str) -> None:
+        self.connection = connection
+        self.token = token
+        self.group_id = group_id
+        self.member_id = ""
+
+    @classmethod
+    async def hold(
+        cls, url: str, token: str, group_id: str, member_id: str = "", *, timeout_s: float = 10.0
+    ) -> PeerLock:
+        """Connect, take the worker's lock and write its row (a worker whose previous connection was lost holds
+        it again with the same token)."""
+        connection = await asyncpg.connect(url, timeout=timeout_s)
+        try:
+            await connection.execute(_HOLD_SQL, token)
+            await connection.execute(_REGISTER_SQL, token, group_id, member_id)
+        except BaseException:
+            connection.terminate()
+            raise
+        lock = cls(connection, token, group_id)
+        lock.member_id = member_id
+        return lock
+
+    async def member(self, member_id: str) -> None:
+        """Record the worker's current member id (it changes when the broker forgot the member)."""
+        if member_id != self.member_id:
+            await self.connection.execute(_MEMBER_SQL, self.token, member_id)
+            self.member_id = member_id
+
+    async def sweep(self, grace_s: float, end: EndMember) -> list[str]:
+        """The member ids of the group's departed workers that ``end`` ended; their rows go. A row without a
+        member id (a worker that died before it joined) just goes."""
+        ended: list[str] = []
+        async with self.connection.transaction():
+            rows = await self.connection.fetch(_CANDIDATES_SQL, self.group_id, self.token, grace_s)
+            for row in rows:
+                if not await self.connection.fetchval(_GONE_SQL, row["token"]):
+                    continue  # alive: its worker holds the lock
+                member_id = str(row["member_id"])
+                if member_id and not await end(member_id):
+                    continue  # the broker could not end it now: the next sweep tries again
+                await self.connection.execute(_RELEASE_SQL, row["token"])
+                if member_id:
+                    ended.append(member_id)
+        return ended
+
+    async def release(self) -> None:
+        """The orderly stop: the row goes (no other worker will end this member), then the connection."""
+        try:
+            await self.connection.execute(_RELEASE_SQL, self.token)
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        """Close the connection (the lock goes with it; the row stays for the others to sweep)."""
+        if not self.connection.is_closed():
+            await self.connection.close(timeout=2.0)

@@ -1,0 +1,112 @@
+"""A worker that dies without a word hands its partitions over at once, not after its session timeout.
+
+A worker killed (SIGKILL, the OOM killer, a crash) sends no LeaveGroup: the broker notices only when its session
+times out, and on the embedded broker the rebalance that follows holds its join phase open for half a session
+more, so the dead worker's partitions waited about 9.3 s with the default 6 s session (a bare aiokafka group,
+docs/operations.md). PostgreSQL notices a dead process at once: its socket closes with it. So every worker of
+the gate registers its group member in the database on a connection of its own, holding an advisory lock
+(:class:`streams.store.peers.PeerLock`), and every half second looks for registrations whose lock is free. For
+each, it sends LeaveGroup for the dead member on the broker (:func:`streams.runtime.faust_private.end_member`) and
+rejoins at once: the bare group's 9.3 s became 4.3 s.
+
+Beside the verdict path: a sweep is one query on the worker's own connection, and a database that is away only
+means the session timeout applies, as before. What it cannot see: a host that is lost or cut off (no socket is
+closed; the session timeout ends it), and a worker whose own database connection drops while it lives is ended
+as a dead one would be (one more rebalance: it rejoins at its next heartbeat). Off with static membership
+(``DRIFT_GROUP_INSTANCE_ID``): a static member restarted within its session keeps its partitions, and ending it
+would undo that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import uuid
+from typing import Any
+
+from engine.settings import Settings
+from streams.runtime import faust_private
+from streams.store.peers import PeerLock
+
+log = logging.getLogger(__name__)
+
+#: How often a worker looks for departed peers: the most a dead worker's partitions wait for the look.
+SWEEP_S = 0.5
+#: How long an orderly stop may spend deleting its registration before it goes on without.
+RELEASE_BOUND_S = 2.0
+
+
+class PeerWatch:
+    """The registration of one worker and its look for departed peers (:meth:`run`, a supervised worker task;
+    :meth:`stopping`, the first step of an orderly stop)."""
+
+    def __init__(self, settings: Settings, app: Any, ready: asyncio.Event) -> None:
+        self.settings = settings
+        self.app = app
+        self.ready = ready  # the worker's store is open (its migrations applied)
+        self.token = uuid.uuid4().hex
+        self.lock: PeerLock | None = None
+        self.ended = 0  # departed members this worker ended (tests, logs)
+        self._stopping = False
+        self._busy = asyncio.Lock()  # one operation at a time on the connection: a sweep or the release
+
+    @property
+    def enabled(self) -> bool:
+        return not self.settings.group_instance_id
+
+    def _member(self) -> tuple[str, str] | None:
+        return faust_private.group_member(faust_private.kafka_consumer(self._thread()))
+
+    def _thread(self) -> Any:
+        return faust_private.consumer_thread(self.app.consumer)
+
+    async def run(self) -> None:
+        """Register once the worker's store is open and the worker has a member id, then sweep every
+        :data:`SWEEP_S` until the worker stops; a lost connection raises (the supervisor starts again, with the
+        same token)."""
+        await self.ready.wait()
+        while not self._stopping and (joined := self._member()) is None:
+            await asyncio.sleep(SWEEP_S)
+        if self._stopping or joined is None:
+            return
+        self.lock = await PeerLock.hold(self.settings.database(), self.token, *joined)
+        try:
+            while not self._stopping:
+                async with self._busy:
+                    if not self._stopping:
+                        await self._sweep(self.lock)
+                await asyncio.sleep(SWEEP_S)
+        finally:
+            if not self._stopping:  # an orderly stop releases it (stopping)
+                await self.lock.close()
+
+    async def _sweep(self, lock: PeerLock) -> None:
+        if (member := self._member()) is not None:
+            await lock.member(member[1])
+        for member_id in await lock.sweep(self.settings.group_session_timeout_s, self._end):
+            self.ended += 1
+            log.warning("a worker of this group is gone without leaving (its database connection closed): ended its "
+                        "group member %s instead of waiting out its %.0f s session",
+                        member_id, self.settings.group_session_timeout_s)  # fmt: skip
+
+    async def _end(self, member_id: str) -> bool:
+        thread = self._thread()
+        consumer = faust_private.kafka_consumer(thread)
+        if thread is None or consumer is None:
+            return False
+        end = functools.partial(faust_private.end_member, formed_first=not self.settings.group_leader_leaves)
+        return bool(await thread.call_thread(end, consumer, member_id))
+
+    async def stopping(self) -> None:
+        """An orderly stop: no sweep any more, and the registration goes before the worker leaves its group, so
+        no peer ends this member (a leader that lets its session run out must not be ended by LeaveGroup)."""
+        self._stopping = True
+        if (lock := self.lock) is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._release(lock), RELEASE_BOUND_S)
+
+    async def _release(self, lock: PeerLock) -> None:
+        async with self._busy:
+            await lock.release()

@@ -1,0 +1,77 @@
+"""Ending a departed member on the broker (:func:`streams.runtime.faust_private.end_member`): never while the group
+forms when the broker needs that (the embedded broker's departed-leader bug), and a rejoin at once when the leave
+started a rebalance. A fake coordinator answers as the broker would."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka.errors import KafkaConnectionError, RebalanceInProgressError, UnknownMemberIdError
+from aiokafka.protocol.group import HeartbeatRequest, LeaveGroupRequest
+
+from streams.runtime import faust_private
+
+
+@dataclass
+class Answer:
+    error_code: int
+
+
+@dataclass
+class Coordinator:
+    """Answers heartbeats from ``beats`` in turn and LeaveGroup with ``leave``; records what was sent."""
+
+    beats: list[int]
+    leave: int | Exception = 0
+    group_id: str = "group"
+    generation: int = 4
+    member_id: str = "me"
+    sent: list[str] = field(default_factory=list)
+    rejoins: int = 0
+
+    async def _send_req(self, request: Any) -> Answer:
+        if isinstance(request, LeaveGroupRequest):
+            self.sent.append("leave")
+            if isinstance(self.leave, Exception):
+                raise self.leave
+            return Answer(self.leave)
+        assert isinstance(request, HeartbeatRequest)
+        self.sent.append("heartbeat")
+        return Answer(self.beats.pop(0))
+
+    def request_rejoin(self) -> None:
+        self.rejoins += 1
+
+
+@dataclass
+class Consumer:
+    _coordinator: Coordinator
+
+
+async def test_a_forming_group_is_not_sent_a_leave_when_the_broker_needs_it_formed() -> None:
+    coordinator = Coordinator(beats=[RebalanceInProgressError.errno])
+    assert not await faust_private.end_member(Consumer(coordinator), "dead", formed_first=True)
+    assert coordinator.sent == ["heartbeat"]  # no LeaveGroup: the next sweep tries again
+
+
+async def test_a_leave_that_starts_a_rebalance_rejoins_at_once() -> None:
+    coordinator = Coordinator(beats=[0, RebalanceInProgressError.errno])
+    assert await faust_private.end_member(Consumer(coordinator), "dead", formed_first=True)
+    assert coordinator.sent == ["heartbeat", "leave", "heartbeat"] and coordinator.rejoins == 1
+
+
+async def test_a_member_already_gone_is_done_without_a_rejoin() -> None:
+    gone = Coordinator(beats=[0], leave=UnknownMemberIdError.errno)  # Kafka: the member is unknown
+    assert await faust_private.end_member(Consumer(gone), "dead", formed_first=False)
+    quiet = Coordinator(beats=[0])  # the embedded broker answers 0 either way; the group did not rebalance
+    assert await faust_private.end_member(Consumer(quiet), "dead", formed_first=False)
+    assert (gone.sent, gone.rejoins, quiet.rejoins) == (["leave", "heartbeat"], 0, 0)
+
+
+async def test_a_broker_that_does_not_answer_is_tried_again_later() -> None:
+    coordinator = Coordinator(beats=[], leave=KafkaConnectionError())
+    assert not await faust_private.end_member(Consumer(coordinator), "dead", formed_first=False)
+    refused = Coordinator(beats=[], leave=RebalanceInProgressError.errno)
+    assert not await faust_private.end_member(Consumer(refused), "dead", formed_first=False)
+    assert await faust_private.end_member(Consumer(None), "dead", formed_first=False) is False  # type: ignore[arg-type]

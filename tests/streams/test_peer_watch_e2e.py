@@ -1,0 +1,179 @@
+"""A worker killed without a word is found through PostgreSQL and ended on the broker at once
+(streams/worker/peers.py): the registrations on the real database, the LeaveGroup on the real broker."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer
+
+from streams.runtime import faust_private
+from streams.store import Store
+from streams.store.peers import PeerLock
+from tests.stack import Scenario, Stack, eventually
+
+pytestmark = pytest.mark.e2e
+
+
+class Ends:
+    """A fake broker side for the sweeps: records the members asked for; ``answers`` says what each try returns."""
+
+    def __init__(self, *answers: bool) -> None:
+        self.asked: list[str] = []
+        self.answers = list(answers)
+
+    async def __call__(self, member_id: str) -> bool:
+        self.asked.append(member_id)
+        return self.answers.pop(0) if self.answers else True
+
+
+@pytest.fixture
+async def group(stack: Stack) -> AsyncIterator[str]:
+    name = f"g{uuid.uuid4().hex[:8]}"
+    yield name
+    async with await Store.connect(stack.database.url) as store:
+        await store.pool.execute("DELETE FROM group_members WHERE group_id = $1", name)
+
+
+async def _hold(stack: Stack, group: str, member: str) -> PeerLock:
+    return await PeerLock.hold(stack.database.url, uuid.uuid4().hex, group, member)
+
+
+async def _swept(lock: PeerLock, ends: Ends, timeout_s: float = 10.0) -> list[str]:
+    """The first sweep that ends someone (a killed backend frees its lock a moment after its socket closes)."""
+    found: list[str] = []
+
+    async def sweep() -> bool:
+        found.extend(await lock.sweep(0.0, ends))
+        return bool(found)
+
+    await eventually(sweep, timeout_s, interval_s=0.05)
+    return found
+
+
+async def test_a_killed_peer_is_ended_once_and_a_live_one_never(stack: Stack, group: str) -> None:
+    watcher, live, dead = [await _hold(stack, group, m) for m in ("m-watcher", "m-live", "m-dead")]
+    try:
+        ends = Ends()
+        assert await watcher.sweep(0.0, ends) == [] and ends.asked == []  # every lock is held
+        await dead.member("m-dead-2")  # a new member id after the broker forgot the old one
+        dead.connection.terminate()  # what PostgreSQL sees of a SIGKILL: the socket closes
+        assert await _swept(watcher, ends) == ["m-dead-2"]
+        assert await watcher.sweep(0.0, ends) == [] and ends.asked == ["m-dead-2"]  # its row went
+        assert await live.sweep(0.0, ends) == []  # another sweeper finds nothing either
+    finally:
+        for lock in (watcher, live):
+            await lock.close()
+
+
+async def test_an_orderly_stop_is_never_ended_and_other_groups_are_left_alone(stack: Stack, group: str) -> None:
+    watcher, leaving = await _hold(stack, group, "m-watcher"), await _hold(stack, group, "m-leaving")
+    stranger = await _hold(stack, f"{group}-other", "m-stranger")
+    try:
+        await leaving.release()
+        stranger.connection.terminate()
+        ends = Ends()
+        await asyncio.sleep(0.5)  # time for the killed backend to go: nothing to find must stay nothing
+        assert await watcher.sweep(0.0, ends) == [] and ends.asked == []
+    finally:
+        await watcher.close()
+        async with await Store.connect(stack.database.url) as store:
+            await store.pool.execute("DELETE FROM group_members WHERE group_id = $1", f"{group}-other")
+
+
+async def test_a_member_the_broker_cannot_end_now_is_tried_again(stack: Stack, group: str) -> None:
+    watcher, dead = await _hold(stack, group, "m-watcher"), await _hold(stack, group, "m-dead")
+    try:
+        dead.connection.terminate()
+        ends = Ends(False)  # the first try: the group is rebalancing
+        await eventually(lambda: _asked(watcher, ends), 10, interval_s=0.05)
+        assert ends.asked == ["m-dead"]
+        assert await watcher.sweep(0.0, ends) == ["m-dead"] and ends.asked == ["m-dead", "m-dead"]
+    finally:
+        await watcher.close()
+
+
+async def _asked(lock: PeerLock, ends: Ends) -> bool:
+    await lock.sweep(0.0, ends)
+    return bool(ends.asked)
+
+
+async def test_no_peer_is_ended_while_the_server_is_younger_than_the_grace(stack: Stack, group: str) -> None:
+    """A restarted PostgreSQL frees every lock while the workers live: they have the grace to take them again."""
+    watcher, dead = await _hold(stack, group, "m-watcher"), await _hold(stack, group, "m-dead")
+    try:
+        dead.connection.terminate()
+        await asyncio.sleep(0.5)
+        ends = Ends()
+        assert await watcher.sweep(10 * 365 * 86400.0, ends) == [] and ends.asked == []
+        assert await _swept(watcher, ends) == ["m-dead"]  # no grace: found
+    finally:
+        await watcher.close()
+
+
+# -- on the broker ---------------------------------------------------------------------------------------------
+
+#: the broker's join phase is half the session: a member ended by LeaveGroup is replaced after about 3 s, one
+#: whose session runs out after 6 s + 3 s; owning every partition within the session tells the two apart
+SESSION_MS = 6000
+MEMBER = """
+import asyncio, sys
+from aiokafka import AIOKafkaConsumer
+async def main(broker, topic, group):
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=broker, group_id=group, enable_auto_commit=False,
+                                session_timeout_ms=6000, heartbeat_interval_ms=500, rebalance_timeout_ms=6000)
+    await consumer.start()
+    while not consumer.assignment():
+        await consumer.getmany(timeout_ms=100)
+    print(consumer._coordinator.member_id, flush=True)
+    while True:
+        await consumer.getmany(timeout_ms=100)
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+async def test_the_broker_ends_a_killed_member_at_once(scenario: Scenario) -> None:
+    """A member killed with SIGKILL, ended by the survivor's LeaveGroup: the group rebalances at once (not after
+    the session) and the survivor, asked to rejoin, owns every partition again."""
+    await scenario.create_topics()
+    topic, group = scenario.settings.topic("drafts"), f"{scenario.prefix}peers"
+    survivor = AIOKafkaConsumer(bootstrap_servers=scenario.stack.broker.bootstrap, group_id=group,
+                                session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500,
+                                rebalance_timeout_ms=SESSION_MS, enable_auto_commit=False)  # fmt: skip
+    await survivor.start()
+    survivor.subscribe([topic])
+    polling = asyncio.ensure_future(_poll(survivor))
+    member = subprocess.Popen([sys.executable, "-c", MEMBER, scenario.stack.broker.bootstrap, topic, group],
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert member.stdout is not None
+        member_id = (await asyncio.to_thread(member.stdout.readline)).strip()
+        assert member_id and await eventually(lambda: _owns(survivor, lambda n: 0 < n < 3), 30)
+        killed = time.monotonic()
+        os.kill(member.pid, signal.SIGKILL)
+        assert await faust_private.end_member(survivor, member_id, formed_first=True)
+        assert await eventually(lambda: _owns(survivor, lambda n: n == 3), 30)
+        assert time.monotonic() - killed < SESSION_MS / 1000, "ended by its session running out, not by the leave"
+    finally:
+        member.kill()
+        member.wait()
+        polling.cancel()
+        await survivor.stop()
+
+
+async def _poll(consumer: AIOKafkaConsumer) -> None:
+    while True:
+        await consumer.getmany(timeout_ms=100)
+
+
+async def _owns(consumer: AIOKafkaConsumer, count: Any) -> bool:
+    return bool(count(len(consumer.assignment())))
