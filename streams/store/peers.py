@@ -8,12 +8,14 @@ an orderly stop (an orderly stop deletes its row first, :meth:`PeerLock.release`
 such rows and hands each member id to the caller, which ends the membership on the broker
 (:mod:`streams.worker.peers`).
 
-A restarted PostgreSQL frees every lock at once while the workers are alive: rows are not swept until the server
-has run for ``grace_s`` (``pg_postmaster_start_time``), time for every live worker to take its lock again.
+A restarted PostgreSQL, or a cut between it and the workers, frees every lock at once while the workers are
+alive: a worker sweeps only once it has held its own lock for ``grace_s`` (the session timeout), time for every
+live worker to take its lock again after the same outage.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 
 import asyncpg
@@ -26,10 +28,9 @@ ON CONFLICT (token) DO UPDATE SET group_id = EXCLUDED.group_id, member_id = EXCL
 _MEMBER_SQL = "UPDATE group_members SET member_id = $2 WHERE token = $1"
 _RELEASE_SQL = "DELETE FROM group_members WHERE token = $1"
 
-#: The other rows of the group, once the server has run for the grace; rows another sweeper holds are skipped.
+#: The other rows of the group; rows another sweeper holds are skipped.
 _CANDIDATES_SQL = """
-SELECT token, member_id FROM group_members
-WHERE group_id = $1 AND token <> $2 AND now() - pg_postmaster_start_time() > make_interval(secs => $3)
+SELECT token, member_id FROM group_members WHERE group_id = $1 AND token <> $2
 ORDER BY started_at FOR UPDATE SKIP LOCKED"""
 #: Free, the worker's lock is gone with its connection (taken for this transaction only).
 _GONE_SQL = "SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))"
@@ -47,6 +48,7 @@ class PeerLock:
         self.token = token
         self.group_id = group_id
         self.member_id = ""
+        self.held_at = time.monotonic()
 
     @classmethod
     async def hold(
@@ -73,10 +75,12 @@ class PeerLock:
 
     async def sweep(self, grace_s: float, end: EndMember) -> list[str]:
         """The member ids of the group's departed workers that ``end`` ended; their rows go. A row without a
-        member id (a worker that died before it joined) just goes."""
+        member id (a worker that died before it joined) just goes. Nothing before this lock was held ``grace_s``."""
         ended: list[str] = []
+        if time.monotonic() - self.held_at < grace_s:
+            return ended
         async with self.connection.transaction():
-            rows = await self.connection.fetch(_CANDIDATES_SQL, self.group_id, self.token, grace_s)
+            rows = await self.connection.fetch(_CANDIDATES_SQL, self.group_id, self.token)
             for row in rows:
                 if not await self.connection.fetchval(_GONE_SQL, row["token"]):
                     continue  # alive: its worker holds the lock

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import subprocess
 import time
 import uuid
@@ -17,6 +18,7 @@ from streams.client import GateClient
 from streams.client.admin import publish_config
 from streams.store import Store
 from streams.wire.payloads import Message
+from streams.wire.topics import app_id
 from tests.stack import DRIFT, Scenario, Stack, eventually, read_topic, read_topic_until
 
 pytestmark = pytest.mark.e2e
@@ -266,6 +268,10 @@ async def test_sigkill_mid_stream_every_draft_gets_a_verdict_without_duplicate_r
     agents = [scenario.agent(f"a{i}") for i in range(4)]
     await scenario.create_topics()
     worker = scenario.worker(judge=scenario.rules("default: 9\n")).start()
+    members = functools.partial(rows, scenario, "SELECT token FROM group_members WHERE group_id = $1",
+                                app_id(scenario.settings))  # fmt: skip
+    killed = await eventually(members)  # the worker registered its group member (streams/worker/peers.py)
+    assert len(killed) == 1
     producer = AIOKafkaProducer(bootstrap_servers=scenario.settings.broker, linger_ms=5)
     await producer.start()
     drafts = [(f"k{i}", agents[i % 4]) for i in range(400)]
@@ -301,3 +307,9 @@ async def test_sigkill_mid_stream_every_draft_gets_a_verdict_without_duplicate_r
     assert duplicates == []
     messages = await rows(scenario, "SELECT count(*) AS n FROM run_messages WHERE agent_id = ANY($1)", agents)
     assert messages[0]["n"] == len(drafts)
+
+    async def swept() -> bool:  # the killed worker's lock went with its process: the new one ended its member
+        now = [r["token"] for r in await members()]
+        return len(now) == 1 and now != [r["token"] for r in killed]
+
+    assert await eventually(swept) and "gone without leaving" in worker.log_path.read_text()
