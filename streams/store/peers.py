@@ -28,11 +28,10 @@ ON CONFLICT (token) DO UPDATE SET group_id = EXCLUDED.group_id, member_id = EXCL
 _MEMBER_SQL = "UPDATE group_members SET member_id = $2 WHERE token = $1"
 _RELEASE_SQL = "DELETE FROM group_members WHERE token = $1"
 
-#: The other rows of the group; rows another sweeper holds are skipped.
-_CANDIDATES_SQL = """
-SELECT token, member_id FROM group_members WHERE group_id = $1 AND token <> $2
-ORDER BY started_at FOR UPDATE SKIP LOCKED"""
-#: Free, the worker's lock is gone with its connection (taken for this transaction only).
+#: The other rows of the group (no row lock: a live worker updates and deletes its own row meanwhile).
+_CANDIDATES_SQL = "SELECT token, member_id FROM group_members WHERE group_id = $1 AND token <> $2 ORDER BY started_at"
+#: Free, the worker's lock is gone with its connection. Taken for this transaction only, so two workers sweeping
+#: at once never both end the same member: the second finds the lock taken and leaves the row to the first.
 _GONE_SQL = "SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))"
 
 #: Ends a departed member on the broker: True once it is no member any more (its row goes), False to try later.

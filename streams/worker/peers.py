@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 #: How often a worker looks for departed peers: the most a dead worker's partitions wait for the look.
 SWEEP_S = 0.5
+#: How long a sweep waits for the consumer thread to end one member on the broker.
+END_BOUND_S = 5.0
 #: How long an orderly stop may spend deleting its registration before it goes on without.
 RELEASE_BOUND_S = 2.0
 
@@ -99,7 +101,10 @@ class PeerWatch:
         if thread is None or consumer is None:
             return False
         end = functools.partial(faust_private.end_member, formed_first=not self.settings.group_leader_leaves)
-        return bool(await thread.call_thread(end, consumer, member_id))
+        try:  # on the consumer's own thread and event loop, where its coordinator lives
+            return bool(await asyncio.wait_for(thread.call_thread(end, consumer, member_id), END_BOUND_S))
+        except TimeoutError:  # a consumer thread that is stopping or starved: the next sweep tries again
+            return False
 
     async def stopping(self) -> None:
         """An orderly stop: no sweep any more, and the registration goes before the worker leaves its group, so
