@@ -75,6 +75,27 @@ async def test_a_killed_peer_is_ended_once_and_a_live_one_never(stack: Stack, gr
             await lock.close()
 
 
+async def test_two_workers_sweeping_at_once_end_a_dead_one_once(stack: Stack, group: str) -> None:
+    first, second, dead = [await _hold(stack, group, m) for m in ("m-first", "m-second", "m-dead")]
+    try:
+        dead.connection.terminate()
+        ends = Ends()
+
+        async def slow(member_id: str) -> bool:  # the broker takes its time: both sweeps overlap
+            await asyncio.sleep(0.3)
+            return await ends(member_id)
+
+        async def both() -> bool:
+            found = await asyncio.gather(first.sweep(0.0, slow), second.sweep(0.0, slow))
+            return any(found)
+
+        assert await eventually(both, 10, interval_s=0.05)
+        assert ends.asked == ["m-dead"]
+    finally:
+        for lock in (first, second):
+            await lock.close()
+
+
 async def test_an_orderly_stop_is_never_ended_and_other_groups_are_left_alone(stack: Stack, group: str) -> None:
     watcher, leaving = await _hold(stack, group, "m-watcher"), await _hold(stack, group, "m-leaving")
     stranger = await _hold(stack, f"{group}-other", "m-stranger")
