@@ -186,6 +186,7 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         None,
     ),
     "handover_floor_join_s": ("floor: the same group, a new member's start until both hold their share", "—", None),
+    "handover_floor_kill_s": ("floor: the same group, a member SIGKILLed until the other owns all", "—", None),
     "handover_stop_moved_max_s": (
         "graceful stop (SIGTERM) of one of two workers, 100 drafts/s: longest wait, moved partitions",
         "≤ floor leave + 2",

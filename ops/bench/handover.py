@@ -301,6 +301,7 @@ def results(found: dict[str, Any], settings: Settings) -> dict[str, float]:
     out: dict[str, float] = {
         "handover_floor_leave_s": statistics.median(found["floor"]["leave"]),
         "handover_floor_join_s": statistics.median(found["floor"]["join"]),
+        "handover_floor_kill_s": statistics.median(found["floor"]["kill"]),
         "handover_session_timeout_s": settings.group_session_timeout_s,
         "worker_start_ready_fresh_s": found["fresh"]["ready_s"],
         "worker_join_ready_idle_s": found["join_idle_s"],
@@ -327,8 +328,8 @@ def results(found: dict[str, Any], settings: Settings) -> dict[str, float]:
 
 
 def report(figures: dict[str, float], found: dict[str, Any]) -> None:
-    leave, join = figures["handover_floor_leave_s"], figures["handover_floor_join_s"]
-    print(f"floor (bare aiokafka group, same timeouts): leave {leave:.2f} s, join {join:.2f} s "
+    leave, join, kill = (figures[f"handover_floor_{kind}_s"] for kind in ("leave", "join", "kill"))
+    print(f"floor (bare aiokafka group, same timeouts): leave {leave:.2f} s, join {join:.2f} s, SIGKILL {kill:.2f} s "
           f"(each: {found['floor']})")  # fmt: skip
     print(f"fresh worker start to ready {figures['worker_start_ready_fresh_s']:.2f} s: {found['fresh']['phases']}")
     for e in found["events"]:

@@ -3,14 +3,17 @@
 (``DRIFT_GROUP_*``) and nothing else (no tables, no restore, no processing).
 
 ``leave``: from the leaving member's ``stop()`` until the remaining member owns every partition. ``join``: from
-the new member's ``start()`` until both members hold their new assignments. Run inside the benchmark's own
-process, on the benchmark's broker, in the same run.
+the new member's ``start()`` until both members hold their new assignments. ``kill``: a member in a process of its
+own is SIGKILLed, until the remaining member owns every partition (its session runs out: nothing ends it early,
+unlike a worker's, :mod:`streams.worker.peers`). Run inside the benchmark's own process, on the benchmark's
+broker, in the same run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -89,12 +92,13 @@ async def measure_floor(settings: Settings, rounds: int = 2, timeout_s: float = 
     await create_topics_named(settings.broker, [topic], PARTITIONS)
     first = await _member(settings, topic, group)
     await _until(lambda: first.owns_since(0, PARTITIONS), timeout_s)
-    out: dict[str, list[float]] = {"leave": [], "join": []}
+    out: dict[str, list[float]] = {"leave": [], "join": [], "kill": []}
     try:
         for _ in range(rounds):
             join, leave = await _round(settings, topic, group, first, timeout_s)
             out["join"].append(join)
             out["leave"].append(leave)
+        out["kill"].append(await _kill_round(settings, topic, group, first, timeout_s))
     finally:
         await first.stop()
     return out
@@ -118,3 +122,42 @@ def _split(first: Member, second: Member, after: float) -> float | None:
     mine = next((t for t, tps in second.assigned if t >= after and tps), None)
     theirs = next((t for t, tps in first.assigned if t >= after and 0 < len(tps) < PARTITIONS), None)
     return None if mine is None or theirs is None else max(mine, theirs)
+
+
+#: A bare member in a process of its own, with the workers' timeouts; it says when it holds partitions.
+_MEMBER = """
+import asyncio, sys
+from aiokafka import AIOKafkaConsumer
+async def main(broker, topic, group, session_ms, heartbeat_ms, rebalance_ms):
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=broker, group_id=group, enable_auto_commit=False,
+                                session_timeout_ms=int(session_ms), heartbeat_interval_ms=int(heartbeat_ms),
+                                rebalance_timeout_ms=int(rebalance_ms), fetch_max_wait_ms=10)
+    await consumer.start()
+    while not consumer.assignment():
+        await consumer.getmany(timeout_ms=100)
+    print("assigned", flush=True)
+    while True:
+        await consumer.getmany(timeout_ms=100)
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+async def _kill_round(settings: Settings, topic: str, group: str, first: Member, timeout_s: float) -> float:
+    """A member in its own process joins and is SIGKILLed: seconds until the first member owns every partition."""
+    timeouts = (settings.group_session_timeout_s, settings.group_heartbeat_s, settings.group_rebalance_timeout_s)
+    member = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _MEMBER, settings.broker, topic, group, *(str(int(t * 1000)) for t in timeouts),
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert member.stdout is not None
+        async with asyncio.timeout(timeout_s):
+            await member.stdout.readline()
+        await asyncio.sleep(2 * settings.group_heartbeat_s)  # a stable group before the kill
+        killed = time.monotonic()
+        member.kill()
+        return await _until(lambda: first.owns_since(killed, PARTITIONS), timeout_s) - killed
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            member.kill()
+        await member.wait()

@@ -13,8 +13,9 @@ from ops.bench.handover_check import post_mortem, ranges
 
 
 def _found(traffic: Traffic, events: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"post_mortem": {}, "floor": {"leave": [4.0], "join": [4.0]}, "fresh": {"ready_s": 6.0, "phases": {}},
-            "join_idle_s": 7.0, "events": events, "traffic": traffic}  # fmt: skip
+    return {"post_mortem": {}, "floor": {"leave": [4.0], "join": [4.0], "kill": [9.3]},
+            "fresh": {"ready_s": 6.0, "phases": {}}, "join_idle_s": 7.0, "events": events,
+            "traffic": traffic}  # fmt: skip
 
 
 def test_an_events_window_ends_where_the_next_event_starts() -> None:
