@@ -102,7 +102,8 @@ class PeerWatch:
             return False
         end = functools.partial(faust_private.end_member, formed_first=not self.settings.group_leader_leaves)
         try:  # on the consumer's own thread and event loop, where its coordinator lives
-            return bool(await asyncio.wait_for(thread.call_thread(end, consumer, member_id), END_BOUND_S))
+            async with asyncio.timeout(END_BOUND_S):
+                return bool(await thread.call_thread(end, consumer, member_id))
         except TimeoutError:  # a consumer thread that is stopping or starved: the next sweep tries again
             return False
 
@@ -112,7 +113,8 @@ class PeerWatch:
         self._stopping = True
         if (lock := self.lock) is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._release(lock), RELEASE_BOUND_S)
+                async with asyncio.timeout(RELEASE_BOUND_S):
+                    await self._release(lock)
 
     async def _release(self, lock: PeerLock) -> None:
         async with self._busy:
