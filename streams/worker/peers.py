@@ -30,12 +30,15 @@ from typing import Any
 
 from engine.settings import Settings
 from streams.runtime import faust_private
+from streams.store.errors import classify
 from streams.store.peers import PeerLock
 
 log = logging.getLogger(__name__)
 
 #: How often a worker looks for departed peers: the most a dead worker's partitions wait for the look.
 SWEEP_S = 0.5
+#: How often a worker tries to register again while the database is away.
+RECONNECT_S = 1.0
 #: How long a sweep waits for the consumer thread to end one member on the broker.
 END_BOUND_S = 5.0
 #: How long an orderly stop may spend deleting its registration before it goes on without.
@@ -55,6 +58,7 @@ class PeerWatch:
         self.ended = 0  # departed members this worker ended (tests, logs)
         self._stopping = False
         self._busy = asyncio.Lock()  # one operation at a time on the connection: a sweep or the release
+        self._away = False  # the database went away (said once) and the worker is not registered again yet
 
     @property
     def enabled(self) -> bool:
@@ -68,23 +72,37 @@ class PeerWatch:
 
     async def run(self) -> None:
         """Register once the worker's store is open and the worker has a member id, then sweep every
-        :data:`SWEEP_S` until the worker stops; a lost connection raises (the supervisor starts again, with the
-        same token)."""
+        :data:`SWEEP_S` until the worker stops. While the database is away, it says so once and tries again every
+        :data:`RECONNECT_S` with the same token; anything else raises (the supervisor logs and restarts it)."""
         await self.ready.wait()
         while not self._stopping and (joined := self._member()) is None:
             await asyncio.sleep(SWEEP_S)
-        if self._stopping or joined is None:
-            return
-        self.lock = await PeerLock.hold(self.settings.database(), self.token, *joined)
+        while not self._stopping and joined is not None:
+            try:
+                await self._hold_and_sweep(self._member() or joined)
+            except Exception as exc:
+                if classify(exc) != "transient":
+                    raise
+                if not self._away:
+                    log.warning("peer watch: the database is away (%s: %s); until it is back, a killed worker is "
+                                "noticed when its session runs out", type(exc).__name__, exc)  # fmt: skip
+                self._away = True
+                await asyncio.sleep(RECONNECT_S)
+
+    async def _hold_and_sweep(self, joined: tuple[str, str]) -> None:
+        self.lock = lock = await PeerLock.hold(self.settings.database(), self.token, *joined)
+        if self._away:
+            self._away = False
+            log.warning("peer watch: the database is back, this worker is registered again")
         try:
             while not self._stopping:
                 async with self._busy:
                     if not self._stopping:
-                        await self._sweep(self.lock)
+                        await self._sweep(lock)
                 await asyncio.sleep(SWEEP_S)
         finally:
             if not self._stopping:  # an orderly stop releases it (stopping)
-                await self.lock.close()
+                await lock.close()
 
     async def _sweep(self, lock: PeerLock) -> None:
         if (member := self._member()) is not None:

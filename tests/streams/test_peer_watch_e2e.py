@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -11,6 +12,8 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,6 +22,7 @@ from aiokafka import AIOKafkaConsumer
 from streams.runtime import faust_private
 from streams.store import Store
 from streams.store.peers import PeerLock
+from streams.worker.peers import PeerWatch
 from tests.stack import Scenario, Stack, eventually
 
 pytestmark = pytest.mark.e2e
@@ -198,3 +202,71 @@ async def _poll(consumer: AIOKafkaConsumer) -> None:
 
 async def _owns(consumer: AIOKafkaConsumer, count: Any) -> bool:
     return bool(count(len(consumer.assignment())))
+
+
+# -- the worker's watch, on the real database, with a fake consumer ---------------------------------------------
+
+
+@dataclass
+class FakeThread:
+    """Faust's consumer thread as the watch reaches it: its aiokafka consumer and ``call_thread``."""
+
+    group: str
+    member: str
+    ended: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        coordinator = SimpleNamespace(group_id=self.group, member_id=self.member)
+        self._consumer = SimpleNamespace(_coordinator=coordinator)
+
+    async def call_thread(self, end: Any, consumer: Any, member_id: str) -> bool:
+        assert consumer is self._consumer
+        self.ended.append(member_id)
+        return True
+
+
+async def _member_rows(stack: Stack, group: str) -> list[Any]:
+    async with await Store.connect(stack.database.url) as store:
+        return list(await store.pool.fetch("SELECT token, member_id FROM group_members WHERE group_id = $1", group))
+
+
+async def _terminate(stack: Stack, lock: PeerLock) -> None:
+    async with await Store.connect(stack.database.url) as store:
+        await store.pool.execute("SELECT pg_terminate_backend($1)", lock.connection.get_server_pid())
+
+
+async def test_the_watch_registers_survives_a_lost_connection_ends_the_dead_and_leaves_in_order(
+    stack: Stack, group: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    thread = FakeThread(group, "m-watch")
+    app = SimpleNamespace(consumer=SimpleNamespace(_thread=thread))
+    ready = asyncio.Event()
+    ready.set()
+    watch = PeerWatch(stack.settings("peers.", group_session_timeout_s=1.0), app, ready)
+    task = asyncio.ensure_future(watch.run())
+    try:
+        assert await eventually(lambda: _member_rows(stack, group), 10)  # registered once it had a member id
+        first = watch.lock
+        assert first is not None
+        await _terminate(stack, first)  # the database drops the watch's connection (as an outage does)
+
+        async def again() -> bool:
+            return watch.lock is not first and watch.lock is not None and not watch.lock.connection.is_closed()
+
+        assert await eventually(again, 15)
+        said = [r.getMessage() for r in caplog.records if "peer watch" in r.getMessage()]
+        assert len(said) == 2 and "away" in said[0] and "back" in said[1], said  # once each, not once a second
+        dead = await _hold(stack, group, "m-dead")
+        dead.connection.terminate()
+        assert await eventually(lambda: _ended(watch), 15)  # after its grace (1 s) since it held its lock again
+        assert thread.ended == ["m-dead"]
+        await watch.stopping()
+        assert await _member_rows(stack, group) == []  # an orderly stop deletes its row: nobody ends it
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def _ended(watch: PeerWatch) -> bool:
+    return watch.ended > 0
