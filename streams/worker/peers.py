@@ -12,11 +12,12 @@ rejoins at once: the bare group's 9.3 s became 4.3 s.
 Beside the verdict path: a sweep is a query or two on the worker's own connection, and a database that is away
 only means the session timeout applies, as before. A worker sweeps only once it has held its lock for a session
 timeout, so an outage of PostgreSQL, which frees every lock at once, ends no live worker that takes its lock
-again within that time. What it cannot see: a host that is lost or cut off (no socket is
-closed; the session timeout ends it), and a worker whose own database connection drops while it lives is ended
-as a dead one would be (one more rebalance: it rejoins at its next heartbeat). Off with static membership
-(``DRIFT_GROUP_INSTANCE_ID``): a static member restarted within its session keeps its partitions, and ending it
-would undo that.
+again within that time.
+
+What it cannot see: a host that is lost or cut off closes no socket, so the session timeout ends its worker, as
+before. A worker whose own database connection drops while it lives is ended as a dead one would be (one more
+rebalance: it rejoins at its next heartbeat). Off with static membership (``DRIFT_GROUP_INSTANCE_ID``): a static
+member restarted within its session keeps its partitions, and ending it would undo that.
 """
 
 from __future__ import annotations
