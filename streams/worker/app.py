@@ -153,8 +153,9 @@ def build_app(
     state_lane = StateLane(gate, tables.counts, consumer, letters.record, output.send,
                            bind=functools.partial(bind_record, app), requests=topics.evaluation_requests,
                            threshold=settings.eval_threshold)  # fmt: skip
-    evictor = Evictor(settings, configs, feed.view, *tables[:3], gate_lane.dispatcher.busy,
-                      functools.partial(owned_partitions, app, topics.drafts), stats)  # fmt: skip
+    evictor = Evictor(settings=settings, configs=configs, view=feed.view, recent=tables.recent,
+                      pending=tables.pending, verdicts=tables.verdicts, busy=gate_lane.dispatcher.busy,
+                      owned=functools.partial(owned_partitions, app, topics.drafts), stats=stats)  # fmt: skip
     monitor, send = _monitoring(settings, store, configs, offline, output.send, stats, judge.name), output.send
     worker = Worker(settings, output, letters, store, configs, budget, gate, steps, evaluations, gate_lane, state_lane,
                     evictor, monitor, _shadowing(settings, store, configs, candidates, feed.view, send))  # fmt: skip
