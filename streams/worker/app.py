@@ -219,7 +219,7 @@ def _install(app: DriftApp, worker: Worker, on_ready: Callable[[], None] | None)
     _install_monitor(app, worker.monitor, worker.store)
     _install_shadows(app, worker.shadows, worker.store, worker.letters)
     _install_lifecycle(app, worker, on_ready)
-    _install_peer_watch(app, worker.settings, worker.store.ready)
+    _install_peer_watch(app, worker.settings, worker.store.ready, worker.gate.stats)
     _install_stats_pages(app, worker)
     _install_config_page(app, worker.configs)
     _install_partitions_page(app, Topics(worker.settings.topic_prefix).drafts)
@@ -314,11 +314,12 @@ def _install_shadows(app: DriftApp, shadows: ShadowService, store: WorkerStore, 
         return web.json({"running": sorted(s.name for s in shadows.cache.running())})
 
 
-def _install_peer_watch(app: DriftApp, settings: Settings, ready: asyncio.Event) -> None:
+def _install_peer_watch(app: DriftApp, settings: Settings, ready: asyncio.Event, stats: GateStats) -> None:
     """A worker killed without a word hands its partitions over at once (streams.worker.peers)."""
     if (watch := PeerWatch(settings, app, ready)).enabled:
         app.task(supervised(watch.run, "peer watch", pause_s=1.0))
         app.first_on_stop(watch.stopping)
+        stats.probes["group_members_ended"] = lambda: watch.ended
 
 
 def _install_stats_pages(app: DriftApp, worker: Worker) -> None:

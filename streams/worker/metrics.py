@@ -80,6 +80,8 @@ class GateStatsCollector(Collector):
                      state.get("table_restore_seconds"))  # fmt: skip
         yield _gauge("sink_lag_records", "Records on a sink's topic its consumer group has not committed.",
                      label="sink", by=state.get("sink_lag_records") or {})  # fmt: skip
+        yield _counter("group_members_ended", "Group members of killed workers this worker ended at once.",
+                       state.get("group_members_ended"))  # fmt: skip
 
 
 class AlertCollector(Collector):

@@ -6,6 +6,7 @@ import asyncio
 import functools
 import subprocess
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -313,3 +314,6 @@ async def test_sigkill_mid_stream_every_draft_gets_a_verdict_without_duplicate_r
         return len(now) == 1 and now != [r["token"] for r in killed]
 
     assert await eventually(swept) and "gone without leaving" in worker.log_path.read_text()
+    url = f"http://127.0.0.1:{worker.env['DRIFT_WEB_PORT']}/stats"
+    stats = orjson.loads(await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read()))
+    assert stats["state"]["group_members_ended"] == 1

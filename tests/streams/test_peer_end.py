@@ -11,6 +11,8 @@ from aiokafka.errors import KafkaConnectionError, RebalanceInProgressError, Unkn
 from aiokafka.protocol.group import HeartbeatRequest, LeaveGroupRequest
 
 from streams.runtime import faust_private
+from streams.services.stats import GateStats
+from streams.worker.metrics import render_prometheus
 
 
 @dataclass
@@ -75,3 +77,10 @@ async def test_a_broker_that_does_not_answer_is_tried_again_later() -> None:
     refused = Coordinator(beats=[], leave=RebalanceInProgressError.errno)
     assert not await faust_private.end_member(Consumer(refused), "dead", formed_first=False)
     assert await faust_private.end_member(Consumer(None), "dead", formed_first=False) is False  # type: ignore[arg-type]
+
+
+def test_the_members_a_worker_ended_are_a_counter_on_its_metrics() -> None:
+    stats = GateStats()
+    stats.probes["group_members_ended"] = lambda: 2  # registered with the watch (streams.worker.app)
+    assert "drift_group_members_ended_total 2.0" in render_prometheus(stats)
+    assert "drift_group_members_ended_total 0.0" in render_prometheus(GateStats())  # no watch (static membership)
