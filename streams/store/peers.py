@@ -28,11 +28,13 @@ ON CONFLICT (token) DO UPDATE SET group_id = EXCLUDED.group_id, member_id = EXCL
 _MEMBER_SQL = "UPDATE group_members SET member_id = $2 WHERE token = $1"
 _RELEASE_SQL = "DELETE FROM group_members WHERE token = $1"
 
-#: The other rows of the group (no row lock: a live worker updates and deletes its own row meanwhile).
-_CANDIDATES_SQL = "SELECT token, member_id FROM group_members WHERE group_id = $1 AND token <> $2 ORDER BY started_at"
-#: Free, the worker's lock is gone with its connection. Taken for this transaction only, so two workers sweeping
-#: at once never both end the same member: the second finds the lock taken and leaves the row to the first.
-_GONE_SQL = "SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))"
+#: The other rows of the group (no row lock: a live worker updates and deletes its own row meanwhile), each with
+#: whether its worker's lock is free, i.e. gone with its connection. The lock is taken for this transaction only, so
+#: two workers sweeping at once never both end the same member: the second finds it taken and leaves the row to the
+#: first. The select list is evaluated only for the rows the WHERE clause keeps: no other group's lock is taken.
+_CANDIDATES_SQL = """
+SELECT token, member_id, pg_try_advisory_xact_lock(hashtextextended(token, 0)) AS gone FROM group_members
+WHERE group_id = $1 AND token <> $2 ORDER BY started_at"""
 
 #: Ends a departed member on the broker: True once it is no member any more (its row goes), False to try later.
 EndMember = Callable[[str], Awaitable[bool]]
@@ -42,11 +44,11 @@ class PeerLock:
     """One worker's registration in its group, on its own connection (never a pooled one: the lock must last
     exactly as long as the process)."""
 
-    def __init__(self, connection: asyncpg.Connection, token: str, group_id: str) -> None:
+    def __init__(self, connection: asyncpg.Connection, token: str, group_id: str, member_id: str) -> None:
         self.connection = connection
         self.token = token
         self.group_id = group_id
-        self.member_id = ""
+        self.member_id = member_id
         self.held_at = time.monotonic()
 
     @classmethod
@@ -62,9 +64,7 @@ class PeerLock:
         except BaseException:
             connection.terminate()
             raise
-        lock = cls(connection, token, group_id)
-        lock.member_id = member_id
-        return lock
+        return cls(connection, token, group_id, member_id)
 
     async def member(self, member_id: str) -> None:
         """Record the worker's current member id (it changes when the broker forgot the member)."""
@@ -81,7 +81,7 @@ class PeerLock:
         async with self.connection.transaction():
             rows = await self.connection.fetch(_CANDIDATES_SQL, self.group_id, self.token)
             for row in rows:
-                if not await self.connection.fetchval(_GONE_SQL, row["token"]):
+                if not row["gone"]:
                     continue  # alive: its worker holds the lock
                 member_id = str(row["member_id"])
                 if member_id and not await end(member_id):

@@ -97,7 +97,7 @@ async def end_member(kafka_consumer: Any, member_id: str, *, formed_first: bool)
     broker keeps a leader that leaves a forming group as its leader for good (docs/known-issues.md). When the
     leave started a rebalance, the consumer rejoins at once instead of at its next heartbeat."""
     coordinator = getattr(kafka_consumer, "_coordinator", None)
-    if coordinator is None or (formed_first and not await _group_formed(coordinator, 0.0)):
+    if coordinator is None or (formed_first and await _heartbeat_error(coordinator) != 0):
         return False
     try:
         response = await coordinator._send_req(LeaveGroupRequest(coordinator.group_id, member_id))
