@@ -11,12 +11,17 @@ such rows and hands each member id to the caller, which ends the membership on t
 A restarted PostgreSQL, or a cut between it and the workers, frees every lock at once while the workers are
 alive: a worker sweeps only once it has held its own lock for ``grace_s`` (the session timeout), time for every
 live worker to take its lock again after the same outage.
+
+The same connection carries the group's news (:data:`CHANNEL`): a worker that is about to join, stops or ended a
+dead member says so (:meth:`PeerLock.announce`, or :func:`announce_once` before it holds its lock), and the others
+of its group hear it (:meth:`PeerLock.listen`) and look at their group at once instead of at their next heartbeat.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import asyncpg
 
@@ -35,6 +40,10 @@ _RELEASE_SQL = "DELETE FROM group_members WHERE token = $1"
 _CANDIDATES_SQL = """
 SELECT token, member_id, pg_try_advisory_xact_lock(hashtextextended(token, 0)) AS gone FROM group_members
 WHERE group_id = $1 AND token <> $2 ORDER BY started_at"""
+
+#: The channel of the group's news; a payload is "<token> <group id>" (the token tells a worker its own news).
+CHANNEL = "drift_group_changes"
+_NOTIFY_SQL = "SELECT pg_notify($1, $2)"
 
 #: Ends a departed member on the broker: True once it is no member any more (its row goes), False to try later.
 EndMember = Callable[[str], Awaitable[bool]]
@@ -91,6 +100,21 @@ class PeerLock:
                     ended.append(member_id)
         return ended
 
+    async def announce(self) -> None:
+        """Tell the other workers of the group that it is changing (see :func:`announce_once`)."""
+        await self.connection.execute(_NOTIFY_SQL, CHANNEL, f"{self.token} {self.group_id}")
+
+    async def listen(self, heard: Callable[[], None]) -> None:
+        """Call ``heard()`` for every announcement of another worker of this group (from now until the connection
+        closes)."""
+
+        def received(connection: Any, pid: int, channel: str, payload: str) -> None:
+            token, _, group_id = payload.partition(" ")
+            if token != self.token and group_id == self.group_id:
+                heard()
+
+        await self.connection.add_listener(CHANNEL, received)
+
     async def release(self) -> None:
         """The orderly stop: the row goes (no other worker will end this member), then the connection."""
         try:
@@ -102,3 +126,13 @@ class PeerLock:
         """Close the connection (the lock goes with it; the row stays for the others to sweep)."""
         if not self.connection.is_closed():
             await self.connection.close(timeout=2.0)
+
+
+async def announce_once(url: str, token: str, group_id: str, *, timeout_s: float = 2.0) -> None:
+    """Tell the workers of ``group_id`` on a connection of its own that the group is about to change: a worker that
+    starts announces its join before it holds its lock (no table is needed: the news is a notification)."""
+    connection = await asyncpg.connect(url, timeout=timeout_s)
+    try:
+        await connection.execute(_NOTIFY_SQL, CHANNEL, f"{token} {group_id}")
+    finally:
+        await connection.close(timeout=timeout_s)

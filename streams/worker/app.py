@@ -320,6 +320,12 @@ def _install_peer_watch(app: DriftApp, settings: Settings, ready: asyncio.Event,
         app.task(supervised(watch.run, "peer watch", pause_s=1.0))
         app.first_on_stop(watch.stopping)
         stats.probes["group_members_ended"] = lambda: watch.ended
+        stats.probes["group_rejoins_on_news"] = lambda: watch.rejoined
+
+        async def rebalancing(sender: Any, *args: Any, **kwargs: Any) -> None:
+            watch.rebalancing()  # the peers rejoin now, not at their next heartbeat
+
+        app.on_partitions_revoked.connect(rebalancing)  # type: ignore[arg-type]
 
 
 def _install_stats_pages(app: DriftApp, worker: Worker) -> None:

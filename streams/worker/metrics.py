@@ -82,6 +82,8 @@ class GateStatsCollector(Collector):
                      label="sink", by=state.get("sink_lag_records") or {})  # fmt: skip
         yield _counter("group_members_ended", "Group members of killed workers this worker ended at once.",
                        state.get("group_members_ended"))  # fmt: skip
+        yield _counter("group_rejoins_on_news", "Rebalances this worker joined on a peer's news, not its heartbeat.",
+                       state.get("group_rejoins_on_news"))  # fmt: skip
 
 
 class AlertCollector(Collector):

@@ -14,6 +14,14 @@ only means the session timeout applies, as before. A worker sweeps only once it 
 timeout, so an outage of PostgreSQL, which frees every lock at once, ends no live worker that takes its lock
 again within that time.
 
+The same connection carries the group's news. A worker that is about to join its group (at its first
+rebalance), stops, or ended a dead member announces it; the others of its group, instead of learning of the
+rebalance at their next heartbeat (up to ``DRIFT_GROUP_HEARTBEAT_S`` later), send that heartbeat at once and every
+:data:`NUDGE_EVERY_S` for :data:`NUDGE_S` until the broker says the group is rebalancing, and rejoin then
+(:func:`streams.runtime.faust_private.rejoin_if_rebalancing`: what their own heartbeat would do, sooner). On the
+embedded broker that matters twice: a joiner's partitions come at the first whole second after every member's
+join phase ended, so a member that rejoined more than a second after the joiner cost everyone one more second.
+
 What it cannot see: a host that is lost or cut off closes no socket, so the session timeout ends its worker, as
 before. A worker whose own database connection drops while it lives is ended as a dead one would be (one more
 rebalance: it rejoins at its next heartbeat). Off with static membership (``DRIFT_GROUP_INSTANCE_ID``): a static
@@ -26,13 +34,14 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 import uuid
 from typing import Any
 
 from engine.settings import Settings
 from streams.runtime import faust_private
 from streams.store.errors import classify
-from streams.store.peers import PeerLock
+from streams.store.peers import PeerLock, announce_once
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +53,12 @@ RECONNECT_S = 1.0
 END_BOUND_S = 5.0
 #: How long an orderly stop may spend deleting its registration before it goes on without.
 RELEASE_BOUND_S = 2.0
+#: After a peer's news, how long and how often a worker asks the broker whether its group is rebalancing (a
+#: stopping worker announces before its consumer leaves, about a second later).
+NUDGE_S = 3.0
+NUDGE_EVERY_S = 0.1
+#: How long an announcement may take before it is dropped (the peers' heartbeats tell them anyway).
+ANNOUNCE_BOUND_S = 2.0
 
 
 class PeerWatch:
@@ -57,6 +72,10 @@ class PeerWatch:
         self.token = uuid.uuid4().hex
         self.lock: PeerLock | None = None
         self.ended = 0  # departed members this worker ended (tests, logs)
+        self.rejoined = 0  # rebalances this worker joined at a peer's news, before its heartbeat said so
+        self._nudge_until = 0.0
+        self._nudging: asyncio.Task[None] | None = None
+        self._announcing: set[asyncio.Task[None]] = set()
         self._stopping = False
         self._busy = asyncio.Lock()  # one operation at a time on the connection: a sweep or the release
         self._away = False  # the database went away (said once) and the worker is not registered again yet
@@ -64,6 +83,9 @@ class PeerWatch:
     @property
     def enabled(self) -> bool:
         return not self.settings.group_instance_id
+
+    def _consumer(self) -> Any:
+        return faust_private.kafka_consumer(self._thread())
 
     def _member(self) -> tuple[str, str] | None:
         return faust_private.group_member(faust_private.kafka_consumer(self._thread()))
@@ -92,6 +114,7 @@ class PeerWatch:
 
     async def _hold_and_sweep(self, joined: tuple[str, str]) -> None:
         self.lock = lock = await PeerLock.hold(self.settings.database(), self.token, *joined)
+        await lock.listen(self._heard)
         if self._away:
             self._away = False
             log.warning("peer watch: the database is back, this worker is registered again")
@@ -108,28 +131,72 @@ class PeerWatch:
     async def _sweep(self, lock: PeerLock) -> None:
         if (member := self._member()) is not None:
             await lock.member(member[1])
-        for member_id in await lock.sweep(self.settings.group_session_timeout_s, self._end):
+        ended = await lock.sweep(self.settings.group_session_timeout_s, self._end)
+        if ended:
+            await lock.announce()  # the other survivors rejoin now too
+        for member_id in ended:
             self.ended += 1
             log.warning("a worker of this group is gone without leaving (its database connection closed): ended its "
                         "group member %s instead of waiting out its %.0f s session",
                         member_id, self.settings.group_session_timeout_s)  # fmt: skip
 
     async def _end(self, member_id: str) -> bool:
+        end = functools.partial(faust_private.end_member, formed_first=not self.settings.group_leader_leaves)
+        return bool(await self._on_consumer_thread(end, member_id))
+
+    async def _on_consumer_thread(self, call: Any, *args: Any) -> Any:
+        """``call(consumer, *args)`` on the consumer's own thread and event loop, where its coordinator lives; None
+        when there is no consumer or it did not answer within :data:`END_BOUND_S` (stopping or starved)."""
         thread = self._thread()
         consumer = faust_private.kafka_consumer(thread)
         if thread is None or consumer is None:
-            return False
-        end = functools.partial(faust_private.end_member, formed_first=not self.settings.group_leader_leaves)
-        try:  # on the consumer's own thread and event loop, where its coordinator lives
+            return None
+        try:
             async with asyncio.timeout(END_BOUND_S):
-                return bool(await thread.call_thread(end, consumer, member_id))
-        except TimeoutError:  # a consumer thread that is stopping or starved: the next sweep tries again
-            return False
+                return await thread.call_thread(call, consumer, *args)
+        except TimeoutError:
+            return None
+
+    def _heard(self) -> None:
+        """A peer's news: ask the broker at once, and again until the group rebalances or :data:`NUDGE_S` ends."""
+        self._nudge_until = time.monotonic() + NUDGE_S
+        if self._nudging is None or self._nudging.done():
+            self._nudging = asyncio.ensure_future(self._nudge())
+
+    async def _nudge(self) -> None:
+        while not self._stopping and time.monotonic() < self._nudge_until:
+            answer = await self._on_consumer_thread(faust_private.rejoin_if_rebalancing)
+            if answer is not False:  # rejoining now, or nothing to do
+                self.rejoined += answer is True
+                return
+            await asyncio.sleep(NUDGE_EVERY_S)
+
+    def rebalancing(self) -> None:
+        """This worker's consumer is about to (re)join its group: tell the others, without waiting."""
+        if not self._stopping:
+            task = asyncio.ensure_future(self._announce())
+            self._announcing.add(task)
+            task.add_done_callback(self._announcing.discard)
+
+    async def _announce(self) -> None:
+        group = faust_private.group_of(self._consumer())
+        try:
+            async with asyncio.timeout(ANNOUNCE_BOUND_S):
+                if (lock := self.lock) is not None and not lock.connection.is_closed():
+                    async with self._busy:
+                        await lock.announce()
+                elif group is not None:  # before its registration: on a connection of its own
+                    await announce_once(self.settings.database(), self.token, group)
+        except Exception as exc:  # the peers' heartbeats tell them a moment later
+            log.debug("peer watch: the group's news was not sent (%s: %s)", type(exc).__name__, exc)
 
     async def stopping(self) -> None:
         """An orderly stop: no sweep any more, and the registration goes before the worker leaves its group, so
         no peer ends this member (a leader that lets its session run out must not be ended by LeaveGroup)."""
         self._stopping = True
+        for task in (self._nudging, *self._announcing):
+            if task is not None:
+                task.cancel()
         if (lock := self.lock) is not None:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(RELEASE_BOUND_S):
@@ -137,4 +204,6 @@ class PeerWatch:
 
     async def _release(self, lock: PeerLock) -> None:
         async with self._busy:
+            with contextlib.suppress(Exception):  # the peers learn of the leave from their heartbeats instead
+                await lock.announce()  # before the leave, which comes when the consumer stops
             await lock.release()

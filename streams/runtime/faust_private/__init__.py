@@ -49,8 +49,10 @@ from streams.runtime.faust_private.group import (
     end_member,
     group_leader_stays,
     group_member,
+    group_of,
     heal_departed_leader,
     leave_group_unless_leader,
+    rejoin_if_rebalancing,
 )
 from streams.runtime.faust_private.tables import (
     close_table_registration,
@@ -102,6 +104,7 @@ __all__ = [
     "fetch_results",
     "group_leader_stays",
     "group_member",
+    "group_of",
     "heal_departed_leader",
     "in_gap",
     "kafka_consumer",
@@ -112,6 +115,7 @@ __all__ = [
     "read_offset",
     "records_iterator",
     "records_partition",
+    "rejoin_if_rebalancing",
     "release",
     "replace_fetch_results",
     "replace_records_iterator",

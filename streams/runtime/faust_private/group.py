@@ -21,6 +21,7 @@ NAMES: tuple[tuple[str, str, str], ...] = (
     ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_maybe_leave_group", "method"),
     ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_send_req", "method"),
     ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_group_instance_id", "attribute"),
+    ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_heartbeat_task", "attribute"),
     ("aiokafka.consumer.group_coordinator:BaseCoordinator", "_client", "attribute"),
     ("aiokafka.protocol.group:JoinGroupRequest", "_group", "attribute"),
     ("aiokafka.protocol.group:JoinGroupRequest", "_session_timeout", "attribute"),
@@ -83,6 +84,12 @@ async def _heartbeat_error(coordinator: Any) -> int | None:
     return int(response.error_code)
 
 
+def group_of(kafka_consumer: Any) -> str | None:
+    """The group id of a group consumer (before it has a member id too), else None."""
+    coordinator = getattr(kafka_consumer, "_coordinator", None)
+    return str(coordinator.group_id) if coordinator is not None and coordinator.group_id else None
+
+
 def group_member(kafka_consumer: Any) -> tuple[str, str] | None:
     """(group id, member id) of a group consumer the broker has given a member id, else None."""
     coordinator = getattr(kafka_consumer, "_coordinator", None)
@@ -108,6 +115,31 @@ async def end_member(kafka_consumer: Any, member_id: str, *, formed_first: bool)
     if await _heartbeat_error(coordinator) == RebalanceInProgressError.errno:
         coordinator.request_rejoin()
     return True
+
+
+async def rejoin_if_rebalancing(kafka_consumer: Any) -> bool | None:
+    """Send the consumer's next heartbeat now, and act on it as aiokafka's own heartbeat would: when the group is
+    rebalancing, ask to rejoin (True). False: the group is stable (a peer's join or leave has not reached the
+    broker yet: ask again). None: nothing to do, because the consumer is joining already (its heartbeats are
+    stopped until the join ends; a rejoin asked for during its sync would cost the group one more rebalance), has
+    no group, or got another answer, which its own heartbeat will handle."""
+    coordinator = getattr(kafka_consumer, "_coordinator", None)
+    if coordinator is None or not _beating(coordinator):
+        return None
+    generation = coordinator.generation
+    error = await _heartbeat_error(coordinator)
+    if error == 0:
+        return False
+    if error == RebalanceInProgressError.errno and coordinator.generation == generation and _beating(coordinator):
+        coordinator.request_rejoin()
+        return True
+    return None
+
+
+def _beating(coordinator: Any) -> bool:
+    """The member is between rebalances: aiokafka runs its heartbeat task only then."""
+    task = getattr(coordinator, "_heartbeat_task", None)
+    return task is not None and not task.done()
 
 
 class _DepartedLeader:
