@@ -12,13 +12,16 @@ A restarted PostgreSQL, or a cut between it and the workers, frees every lock at
 alive: a worker sweeps only once it has held its own lock for ``grace_s`` (the session timeout), time for every
 live worker to take its lock again after the same outage.
 
-The same connection carries the group's news (:data:`CHANNEL`): a worker that is about to join, stops or ended a
-dead member says so (:meth:`PeerLock.announce`, or :func:`announce_once` before it holds its lock), and the others
-of its group hear it (:meth:`PeerLock.listen`) and look at their group at once instead of at their next heartbeat.
+The same connection carries the group's news (:data:`CHANNEL`), of two kinds. ``joining``: a worker is about to
+send its first JoinGroup (:func:`announce_join`, on a connection of its own: it holds no lock yet); it waits,
+briefly, until its live peers say they rejoin. ``changed``: a worker rejoins, stops, or ended a dead member
+(:meth:`PeerLock.announce`). The others of its group hear both (:meth:`PeerLock.listen`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -41,9 +44,31 @@ _CANDIDATES_SQL = """
 SELECT token, member_id, pg_try_advisory_xact_lock(hashtextextended(token, 0)) AS gone FROM group_members
 WHERE group_id = $1 AND token <> $2 ORDER BY started_at"""
 
-#: The channel of the group's news; a payload is "<token> <group id>" (the token tells a worker its own news).
+#: The channel of the group's news; a payload is "<kind> <token> <group id>" (the token tells a worker its own news).
 CHANNEL = "drift_group_changes"
+JOINING, CHANGED = "joining", "changed"
 _NOTIFY_SQL = "SELECT pg_notify($1, $2)"
+#: The group's other workers that are alive (their lock is held; taken for this transaction only if not).
+_LIVE_SQL = """
+SELECT token FROM group_members WHERE group_id = $1 AND token <> $2
+AND NOT pg_try_advisory_xact_lock(hashtextextended(token, 0))"""
+
+#: Called with the kind and the token of each piece of news of the group from another worker.
+Heard = Callable[[str, str], None]
+
+
+def _payload(kind: str, token: str, group_id: str) -> str:
+    return f"{kind} {token} {group_id}"
+
+
+async def _listen(connection: asyncpg.Connection, token: str, group_id: str, heard: Heard) -> None:
+    def received(connection: Any, pid: int, channel: str, payload: str) -> None:
+        kind, their_token, their_group = [*payload.split(" ", 2), "", ""][:3]
+        if their_token != token and their_group == group_id:
+            heard(kind, their_token)
+
+    await connection.add_listener(CHANNEL, received)
+
 
 #: Ends a departed member on the broker: True once it is no member any more (its row goes), False to try later.
 EndMember = Callable[[str], Awaitable[bool]]
@@ -100,20 +125,14 @@ class PeerLock:
                     ended.append(member_id)
         return ended
 
-    async def announce(self) -> None:
-        """Tell the other workers of the group that it is changing (see :func:`announce_once`)."""
-        await self.connection.execute(_NOTIFY_SQL, CHANNEL, f"{self.token} {self.group_id}")
+    async def announce(self, kind: str = CHANGED) -> None:
+        """Tell the other workers of the group that it is changing."""
+        await self.connection.execute(_NOTIFY_SQL, CHANNEL, _payload(kind, self.token, self.group_id))
 
-    async def listen(self, heard: Callable[[], None]) -> None:
-        """Call ``heard()`` for every announcement of another worker of this group (from now until the connection
-        closes)."""
-
-        def received(connection: Any, pid: int, channel: str, payload: str) -> None:
-            token, _, group_id = payload.partition(" ")
-            if token != self.token and group_id == self.group_id:
-                heard()
-
-        await self.connection.add_listener(CHANNEL, received)
+    async def listen(self, heard: Heard) -> None:
+        """Call ``heard(kind, token)`` for every piece of news of another worker of this group (from now until the
+        connection closes)."""
+        await _listen(self.connection, self.token, self.group_id, heard)
 
     async def release(self) -> None:
         """The orderly stop: the row goes (no other worker will end this member), then the connection."""
@@ -128,11 +147,31 @@ class PeerLock:
             await self.connection.close(timeout=2.0)
 
 
-async def announce_once(url: str, token: str, group_id: str, *, timeout_s: float = 2.0) -> None:
-    """Tell the workers of ``group_id`` on a connection of its own that the group is about to change: a worker that
-    starts announces its join before it holds its lock (no table is needed: the news is a notification)."""
+async def announce_join(url: str, token: str, group_id: str, wait_s: float, *, timeout_s: float = 1.0) -> int:
+    """Tell the workers of ``group_id`` that this one is about to join, then wait up to ``wait_s`` until each live
+    one said it rejoins (news ``changed``), so that their JoinGroup reaches the broker before this worker's. The
+    number that did. No live peer (a fresh group, or the ``group_members`` table not created yet): no wait."""
+    live: set[str] = set()
+    answered: set[str] = set()
+    everyone = asyncio.Event()
+
+    def heard(kind: str, their_token: str) -> None:
+        if kind == CHANGED:
+            answered.add(their_token)
+            if answered >= live:
+                everyone.set()
+
     connection = await asyncpg.connect(url, timeout=timeout_s)
     try:
-        await connection.execute(_NOTIFY_SQL, CHANNEL, f"{token} {group_id}")
+        await _listen(connection, token, group_id, heard)
+        await connection.execute(_NOTIFY_SQL, CHANNEL, _payload(JOINING, token, group_id))
+        with contextlib.suppress(asyncpg.UndefinedTableError):
+            async with connection.transaction():
+                live.update(row["token"] for row in await connection.fetch(_LIVE_SQL, group_id, token))
+        if live and not answered >= live:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait_s):
+                    await everyone.wait()
+        return len(answered & live)
     finally:
         await connection.close(timeout=timeout_s)

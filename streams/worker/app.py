@@ -323,7 +323,7 @@ def _install_peer_watch(app: DriftApp, settings: Settings, ready: asyncio.Event,
         stats.probes["group_rejoins_on_news"] = lambda: watch.rejoined
 
         async def rebalancing(sender: Any, *args: Any, **kwargs: Any) -> None:
-            watch.rebalancing()  # the peers rejoin now, not at their next heartbeat
+            await watch.rebalancing()  # the peers rejoin now, not at their next heartbeat
 
         app.on_partitions_revoked.connect(rebalancing)  # type: ignore[arg-type]
 

@@ -36,12 +36,13 @@ import functools
 import logging
 import time
 import uuid
+from collections.abc import Coroutine
 from typing import Any
 
 from engine.settings import Settings
 from streams.runtime import faust_private
 from streams.store.errors import classify
-from streams.store.peers import PeerLock, announce_once
+from streams.store.peers import JOINING, PeerLock, announce_join
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,8 @@ NUDGE_S = 3.0
 NUDGE_EVERY_S = 0.1
 #: How long an announcement may take before it is dropped (the peers' heartbeats tell them anyway).
 ANNOUNCE_BOUND_S = 2.0
+#: How long a worker's first JoinGroup waits for its live peers to rejoin first.
+JOIN_WAIT_S = 1.0
 
 
 class PeerWatch:
@@ -74,8 +77,9 @@ class PeerWatch:
         self.ended = 0  # departed members this worker ended (tests, logs)
         self.rejoined = 0  # rebalances this worker joined at a peer's news, before its heartbeat said so
         self._nudge_until = 0.0
+        self._joined = False  # its first join was announced
         self._nudging: asyncio.Task[None] | None = None
-        self._announcing: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()  # the nudge, rejoins and announcements in flight
         self._stopping = False
         self._busy = asyncio.Lock()  # one operation at a time on the connection: a sweep or the release
         self._away = False  # the database went away (said once) and the worker is not registered again yet
@@ -157,11 +161,19 @@ class PeerWatch:
         except TimeoutError:
             return None
 
-    def _heard(self) -> None:
-        """A peer's news: ask the broker at once, and again until the group rebalances or :data:`NUDGE_S` ends."""
+    def _heard(self, kind: str, token: str) -> None:
+        """A peer's news. ``joining``: rejoin now, so that this worker's JoinGroup reaches the broker before the
+        joiner's (which waits for this worker's ``changed``). Otherwise, ask the broker at once whether the group
+        rebalances, and again every :data:`NUDGE_EVERY_S` until it does or :data:`NUDGE_S` ends."""
+        if kind == JOINING:
+            self._spawn(self._rejoin_now())
+            return
         self._nudge_until = time.monotonic() + NUDGE_S
         if self._nudging is None or self._nudging.done():
-            self._nudging = asyncio.ensure_future(self._nudge())
+            self._nudging = self._spawn(self._nudge())
+
+    async def _rejoin_now(self) -> None:
+        self.rejoined += bool(await self._on_consumer_thread(faust_private.rejoin_now))
 
     async def _nudge(self) -> None:
         while not self._stopping and time.monotonic() < self._nudge_until:
@@ -171,32 +183,47 @@ class PeerWatch:
                 return
             await asyncio.sleep(NUDGE_EVERY_S)
 
-    def rebalancing(self) -> None:
-        """This worker's consumer is about to (re)join its group: tell the others, without waiting."""
-        if not self._stopping:
-            task = asyncio.ensure_future(self._announce())
-            self._announcing.add(task)
-            task.add_done_callback(self._announcing.discard)
+    async def rebalancing(self) -> None:
+        """This worker's consumer is about to (re)join its group. The first time, it announces its join and waits
+        (up to :data:`JOIN_WAIT_S`) until its live peers rejoin; afterwards it tells the others without waiting."""
+        if self._stopping:
+            return
+        if not self._joined:
+            self._joined = True
+            await self._announce_join()
+        else:
+            self._spawn(self._announce())
+
+    async def _announce_join(self) -> None:
+        if (group := faust_private.group_of(self._consumer())) is None:
+            return
+        try:
+            async with asyncio.timeout(JOIN_WAIT_S + ANNOUNCE_BOUND_S):
+                await announce_join(self.settings.database(), self.token, group, JOIN_WAIT_S)
+        except Exception as exc:  # the peers' heartbeats tell them a moment later
+            log.debug("peer watch: the join was not announced (%s: %s)", type(exc).__name__, exc)
 
     async def _announce(self) -> None:
-        group = faust_private.group_of(self._consumer())
         try:
             async with asyncio.timeout(ANNOUNCE_BOUND_S):
                 if (lock := self.lock) is not None and not lock.connection.is_closed():
                     async with self._busy:
                         await lock.announce()
-                elif group is not None:  # before its registration: on a connection of its own
-                    await announce_once(self.settings.database(), self.token, group)
         except Exception as exc:  # the peers' heartbeats tell them a moment later
             log.debug("peer watch: the group's news was not sent (%s: %s)", type(exc).__name__, exc)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     async def stopping(self) -> None:
         """An orderly stop: no sweep any more, and the registration goes before the worker leaves its group, so
         no peer ends this member (a leader that lets its session run out must not be ended by LeaveGroup)."""
         self._stopping = True
-        for task in (self._nudging, *self._announcing):
-            if task is not None:
-                task.cancel()
+        for task in list(self._tasks):
+            task.cancel()
         if (lock := self.lock) is not None:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(RELEASE_BOUND_S):

@@ -1,10 +1,12 @@
-"""A worker killed without a word is found through PostgreSQL and ended on the broker at once
-(streams/worker/peers.py): the registrations on the real database, the LeaveGroup on the real broker."""
+"""A worker killed without a word is found through PostgreSQL and ended on the broker at once, and a worker that
+joins or stops tells the others, which rejoin at once (streams/worker/peers.py): the registrations and the news on
+the real database, the LeaveGroup and the early heartbeat on the real broker."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -21,7 +23,7 @@ from aiokafka import AIOKafkaConsumer
 
 from streams.runtime import faust_private
 from streams.store import Store
-from streams.store.peers import PeerLock
+from streams.store.peers import CHANGED, JOINING, PeerLock, announce_join
 from streams.worker.peers import PeerWatch
 from tests.stack import Scenario, Stack, eventually
 
@@ -214,14 +216,23 @@ class FakeThread:
     group: str
     member: str
     ended: list[str] = field(default_factory=list)
+    rebalancing: list[bool | None] = field(default_factory=list)  # rejoin_if_rebalancing's answers, in turn
+    nudges: int = 0
+    rejoins: int = 0  # rejoin_now
 
     def __post_init__(self) -> None:
         coordinator = SimpleNamespace(group_id=self.group, member_id=self.member)
         self._consumer = SimpleNamespace(_coordinator=coordinator)
 
-    async def call_thread(self, end: Any, consumer: Any, member_id: str) -> bool:
+    async def call_thread(self, call: Any, consumer: Any, *args: Any) -> Any:
         assert consumer is self._consumer
-        self.ended.append(member_id)
+        if call is faust_private.rejoin_if_rebalancing:
+            self.nudges += 1
+            return self.rebalancing.pop(0) if self.rebalancing else False
+        if call is faust_private.rejoin_now:
+            self.rejoins += 1
+            return True
+        self.ended.append(args[0])  # end_member's member id
         return True
 
 
@@ -270,3 +281,127 @@ async def test_the_watch_registers_survives_a_lost_connection_ends_the_dead_and_
 
 async def _ended(watch: PeerWatch) -> bool:
     return watch.ended > 0
+
+
+# -- the group's news ----------------------------------------------------------------------------------------
+
+
+async def test_news_reaches_the_other_workers_of_the_group_only(stack: Stack, group: str) -> None:
+    heard: dict[str, list[str]] = {"sender": [], "peer": [], "stranger": []}
+    sender, peer = await _hold(stack, group, "m-sender"), await _hold(stack, group, "m-peer")
+    stranger = await _hold(stack, f"{group}-other", "m-stranger")
+    tasks: list[asyncio.Future[None]] = []
+
+    def rejoins(name: str, lock: PeerLock, kind: str, token: str) -> None:
+        heard[name].append(kind)
+        if kind == JOINING:  # as a worker does: it rejoins, and says so
+            tasks.append(asyncio.ensure_future(lock.announce(CHANGED)))
+
+    try:
+        for name, lock in (("sender", sender), ("peer", peer), ("stranger", stranger)):
+            await lock.listen(functools.partial(rejoins, name, lock))
+        await sender.announce()
+        assert await eventually(lambda: _heard(heard, "peer", 1), 5)
+        # a worker about to join, not registered yet: both live peers said they rejoin before its wait ended
+        assert await announce_join(stack.database.url, uuid.uuid4().hex, group, 30.0) == 2
+        await peer.announce()  # a round trip after the others: every notification before it has arrived
+        assert await eventually(lambda: _heard(heard, "sender", 3), 5)
+        assert heard == {"sender": [JOINING, CHANGED, CHANGED], "peer": [CHANGED, JOINING, CHANGED], "stranger": []}
+    finally:
+        await asyncio.gather(*tasks)
+        for lock in (sender, peer, stranger):
+            await lock.close()
+        async with await Store.connect(stack.database.url) as store:
+            await store.pool.execute("DELETE FROM group_members WHERE group_id = $1", f"{group}-other")
+
+
+async def _heard(heard: dict[str, list[str]], name: str, times: int) -> bool:
+    return len(heard[name]) >= times
+
+
+async def test_a_join_waits_for_no_one_in_a_group_without_live_workers(stack: Stack, group: str) -> None:
+    dead = await _hold(stack, group, "m-dead")
+    dead.connection.terminate()  # its row stays until swept, its lock goes
+    started = time.monotonic()
+
+    async def alone() -> bool:
+        return await announce_join(stack.database.url, uuid.uuid4().hex, group, 30.0) == 0
+
+    assert await eventually(alone, 10, interval_s=0.05)
+    assert time.monotonic() - started < 10.0  # not the 30 s it would wait for a live peer
+
+
+async def test_the_watch_rejoins_at_a_join_and_asks_its_consumer_at_other_news(stack: Stack, group: str) -> None:
+    ready = asyncio.Event()
+    ready.set()
+    threads = [FakeThread(group, "m-one", rebalancing=[False, False, True]), FakeThread(group, "m-two")]
+    watches = [PeerWatch(stack.settings("peers."), SimpleNamespace(consumer=SimpleNamespace(_thread=thread)), ready)
+               for thread in threads]  # fmt: skip
+    tasks = [asyncio.ensure_future(watch.run()) for watch in watches]
+    try:
+        assert await eventually(lambda: _count_rows(stack, group, 2), 10)
+        await watches[1].rebalancing()  # its first join: the first worker rejoins at once
+        assert await eventually(lambda: _rejoined(watches[0], 1), 5)
+        assert (threads[0].rejoins, threads[0].nudges) == (1, 0)
+        await watches[1].rebalancing()  # a later rebalance: the first asks the broker until it says so
+        assert await eventually(lambda: _rejoined(watches[0], 2), 5)
+        assert threads[0].nudges == 3 and (threads[1].nudges, threads[1].rejoins) == (0, 0)  # never its own news
+        threads[0].rebalancing = [None]  # joining already: one look, then nothing
+        await watches[1].stopping()  # an orderly stop is news too
+        assert await eventually(lambda: _nudged(threads[0], 4), 5)
+        assert watches[0].rejoined == 2
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _count_rows(stack: Stack, group: str, count: int) -> bool:
+    return len(await _member_rows(stack, group)) == count
+
+
+async def _rejoined(watch: PeerWatch, times: int) -> bool:
+    return watch.rejoined >= times
+
+
+async def _nudged(thread: FakeThread, times: int) -> bool:
+    return thread.nudges >= times
+
+
+async def test_an_early_heartbeat_rejoins_a_stable_member_when_another_joins(scenario: Scenario) -> None:
+    """On the real broker: a member of a formed group is told "stable" before a join and "rebalancing" once the
+    join has begun, long before its own heartbeat (every 5 s here) would tell it; it rejoins and shares."""
+    await scenario.create_topics()
+    topic, group = scenario.settings.topic("drafts"), f"{scenario.prefix}news"
+    members = [_slow_beating(scenario, group) for _ in range(2)]
+    first, second = members
+    polls: list[asyncio.Future[None]] = []
+    try:
+        await first.start()
+        first.subscribe([topic])
+        polls.append(asyncio.ensure_future(_poll(first)))
+        assert await eventually(lambda: _owns(first, lambda n: n == 3), 30)
+        assert await faust_private.rejoin_if_rebalancing(first) is False  # formed: nothing to do
+        joined = time.monotonic()
+        await second.start()
+        second.subscribe([topic])
+        polls.append(asyncio.ensure_future(_poll(second)))
+
+        async def rejoined() -> bool:
+            return bool(await faust_private.rejoin_if_rebalancing(first))
+
+        assert await eventually(rejoined, 4, interval_s=0.05)
+        assert time.monotonic() - joined < 4.0  # its own next heartbeat was 5 s after its join
+        assert await eventually(lambda: _owns(first, lambda n: 0 < n < 3), 30)
+        assert await eventually(lambda: _owns(second, lambda n: 0 < n < 3), 30)
+    finally:
+        for poll in polls:
+            poll.cancel()
+        for member in members:
+            await member.stop()
+
+
+def _slow_beating(scenario: Scenario, group: str) -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(bootstrap_servers=scenario.stack.broker.bootstrap, group_id=group,
+                            session_timeout_ms=SESSION_MS, heartbeat_interval_ms=5000,
+                            rebalance_timeout_ms=SESSION_MS, enable_auto_commit=False)  # fmt: skip

@@ -53,6 +53,7 @@ from streams.runtime.faust_private.group import (
     heal_departed_leader,
     leave_group_unless_leader,
     rejoin_if_rebalancing,
+    rejoin_now,
 )
 from streams.runtime.faust_private.tables import (
     close_table_registration,
@@ -116,6 +117,7 @@ __all__ = [
     "records_iterator",
     "records_partition",
     "rejoin_if_rebalancing",
+    "rejoin_now",
     "release",
     "replace_fetch_results",
     "replace_records_iterator",

@@ -136,6 +136,16 @@ async def rejoin_if_rebalancing(kafka_consumer: Any) -> bool | None:
     return None
 
 
+async def rejoin_now(kafka_consumer: Any) -> bool:
+    """Ask the consumer to rejoin its group now, if it is between rebalances (True): a peer is about to join, and
+    a member whose JoinGroup reaches the broker first gets its partitions a second sooner on the embedded broker."""
+    coordinator = getattr(kafka_consumer, "_coordinator", None)
+    if coordinator is None or not _beating(coordinator):
+        return False
+    coordinator.request_rejoin()
+    return True
+
+
 def _beating(coordinator: Any) -> bool:
     """The member is between rebalances: aiokafka runs its heartbeat task only then."""
     task = getattr(coordinator, "_heartbeat_task", None)
