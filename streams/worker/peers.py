@@ -165,6 +165,8 @@ class PeerWatch:
         """A peer's news. ``joining``: rejoin now, so that this worker's JoinGroup reaches the broker before the
         joiner's (which waits for this worker's ``changed``). Otherwise, ask the broker at once whether the group
         rebalances, and again every :data:`NUDGE_EVERY_S` until it does or :data:`NUDGE_S` ends."""
+        if self._stopping:  # a stopping worker's consumer leaves: it does not rejoin
+            return
         if kind == JOINING:
             self._spawn(self._rejoin_now())
             return
