@@ -48,10 +48,6 @@ WHERE group_id = $1 AND token <> $2 ORDER BY started_at"""
 CHANNEL = "drift_group_changes"
 JOINING, CHANGED = "joining", "changed"
 _NOTIFY_SQL = "SELECT pg_notify($1, $2)"
-#: The group's other workers that are alive (their lock is held; taken for this transaction only if not).
-_LIVE_SQL = """
-SELECT token FROM group_members WHERE group_id = $1 AND token <> $2
-AND NOT pg_try_advisory_xact_lock(hashtextextended(token, 0))"""
 
 #: Called with the kind and the token of each piece of news of the group from another worker.
 Heard = Callable[[str, str], None]
@@ -167,7 +163,8 @@ async def announce_join(url: str, token: str, group_id: str, wait_s: float, *, t
         await connection.execute(_NOTIFY_SQL, CHANNEL, _payload(JOINING, token, group_id))
         with contextlib.suppress(asyncpg.UndefinedTableError):
             async with connection.transaction():
-                live.update(row["token"] for row in await connection.fetch(_LIVE_SQL, group_id, token))
+                rows = await connection.fetch(_CANDIDATES_SQL, group_id, token)
+                live.update(row["token"] for row in rows if not row["gone"])  # its worker holds its lock
         if live and not answered >= live:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(wait_s):

@@ -92,7 +92,7 @@ class PeerWatch:
         return faust_private.kafka_consumer(self._thread())
 
     def _member(self) -> tuple[str, str] | None:
-        return faust_private.group_member(faust_private.kafka_consumer(self._thread()))
+        return faust_private.group_member(self._consumer())
 
     def _thread(self) -> Any:
         return faust_private.consumer_thread(self.app.consumer)

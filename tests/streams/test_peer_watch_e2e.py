@@ -173,9 +173,7 @@ async def test_the_broker_ends_a_killed_member_at_once(scenario: Scenario) -> No
     the session) and the survivor, asked to rejoin, owns every partition again."""
     await scenario.create_topics()
     topic, group = scenario.settings.topic("drafts"), f"{scenario.prefix}peers"
-    survivor = AIOKafkaConsumer(bootstrap_servers=scenario.stack.broker.bootstrap, group_id=group,
-                                session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500,
-                                rebalance_timeout_ms=SESSION_MS, enable_auto_commit=False)  # fmt: skip
+    survivor = _group_member(scenario, group, heartbeat_ms=500)
     await survivor.start()
     survivor.subscribe([topic])
     polling = asyncio.ensure_future(_poll(survivor))
@@ -373,7 +371,7 @@ async def test_an_early_heartbeat_rejoins_a_stable_member_when_another_joins(sce
     join has begun, long before its own heartbeat (every 5 s here) would tell it; it rejoins and shares."""
     await scenario.create_topics()
     topic, group = scenario.settings.topic("drafts"), f"{scenario.prefix}news"
-    members = [_slow_beating(scenario, group) for _ in range(2)]
+    members = [_group_member(scenario, group, heartbeat_ms=5000) for _ in range(2)]
     first, second = members
     polls: list[asyncio.Future[None]] = []
     try:
@@ -401,7 +399,7 @@ async def test_an_early_heartbeat_rejoins_a_stable_member_when_another_joins(sce
             await member.stop()
 
 
-def _slow_beating(scenario: Scenario, group: str) -> AIOKafkaConsumer:
+def _group_member(scenario: Scenario, group: str, *, heartbeat_ms: int) -> AIOKafkaConsumer:
     return AIOKafkaConsumer(bootstrap_servers=scenario.stack.broker.bootstrap, group_id=group,
-                            session_timeout_ms=SESSION_MS, heartbeat_interval_ms=5000,
+                            session_timeout_ms=SESSION_MS, heartbeat_interval_ms=heartbeat_ms,
                             rebalance_timeout_ms=SESSION_MS, enable_auto_commit=False)  # fmt: skip

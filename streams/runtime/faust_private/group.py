@@ -123,8 +123,7 @@ async def rejoin_if_rebalancing(kafka_consumer: Any) -> bool | None:
     broker yet: ask again). None: nothing to do, because the consumer is joining already (its heartbeats are
     stopped until the join ends; a rejoin asked for during its sync would cost the group one more rebalance), has
     no group, or got another answer, which its own heartbeat will handle."""
-    coordinator = getattr(kafka_consumer, "_coordinator", None)
-    if coordinator is None or not _beating(coordinator):
+    if (coordinator := _between_rebalances(kafka_consumer)) is None:
         return None
     generation = coordinator.generation
     error = await _heartbeat_error(coordinator)
@@ -139,11 +138,16 @@ async def rejoin_if_rebalancing(kafka_consumer: Any) -> bool | None:
 async def rejoin_now(kafka_consumer: Any) -> bool:
     """Ask the consumer to rejoin its group now, if it is between rebalances (True): a peer is about to join, and
     a member whose JoinGroup reaches the broker first gets its partitions a second sooner on the embedded broker."""
-    coordinator = getattr(kafka_consumer, "_coordinator", None)
-    if coordinator is None or not _beating(coordinator):
+    if (coordinator := _between_rebalances(kafka_consumer)) is None:
         return False
     coordinator.request_rejoin()
     return True
+
+
+def _between_rebalances(kafka_consumer: Any) -> Any:
+    """The consumer's group coordinator if the member is between rebalances, else None."""
+    coordinator = getattr(kafka_consumer, "_coordinator", None)
+    return coordinator if coordinator is not None and _beating(coordinator) else None
 
 
 def _beating(coordinator: Any) -> bool:
