@@ -66,14 +66,23 @@ async def test_a_forming_group_is_not_sent_a_leave_when_the_broker_needs_it_form
 
 async def test_a_leave_that_starts_a_rebalance_rejoins_at_once() -> None:
     coordinator = Coordinator(beats=[0, RebalanceInProgressError.errno])
+    await _beating(coordinator)
     assert await faust_private.end_member(Consumer(coordinator), "dead", formed_first=True)
     assert coordinator.sent == ["heartbeat", "leave", "heartbeat"] and coordinator.rejoins == 1
 
 
+async def test_a_leave_sent_while_the_member_joins_asks_for_no_second_rebalance() -> None:
+    joining = Coordinator(beats=[])  # no heartbeat task: its own join is under way, the leave joins that rebalance
+    assert await faust_private.end_member(Consumer(joining), "dead", formed_first=False)
+    assert joining.sent == ["leave"] and joining.rejoins == 0
+
+
 async def test_a_member_already_gone_is_done_without_a_rejoin() -> None:
     gone = Coordinator(beats=[0], leave=UnknownMemberIdError.errno)  # Kafka: the member is unknown
+    await _beating(gone)
     assert await faust_private.end_member(Consumer(gone), "dead", formed_first=False)
     quiet = Coordinator(beats=[0])  # the embedded broker answers 0 either way; the group did not rebalance
+    await _beating(quiet)
     assert await faust_private.end_member(Consumer(quiet), "dead", formed_first=False)
     assert (gone.sent, gone.rejoins, quiet.rejoins) == (["leave", "heartbeat"], 0, 0)
 

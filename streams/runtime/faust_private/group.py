@@ -102,7 +102,9 @@ async def end_member(kafka_consumer: Any, member_id: str, *, formed_first: bool)
     :mod:`streams.worker.peers`): True once the broker has no such member, False to try again later. With
     ``formed_first``, only while a heartbeat of the consumer's generation says the group is formed: the embedded
     broker keeps a leader that leaves a forming group as its leader for good (docs/known-issues.md). When the
-    leave started a rebalance, the consumer rejoins at once instead of at its next heartbeat."""
+    leave started a rebalance, the consumer rejoins at once instead of at its next heartbeat, with
+    :func:`rejoin_if_rebalancing`'s guards: not while it is joining already (a rejoin asked for during its sync
+    would cost the group one more rebalance)."""
     coordinator = getattr(kafka_consumer, "_coordinator", None)
     if coordinator is None or (formed_first and await _heartbeat_error(coordinator) != 0):
         return False
@@ -112,8 +114,7 @@ async def end_member(kafka_consumer: Any, member_id: str, *, formed_first: bool)
         return False
     if response.error_code not in (0, UnknownMemberIdError.errno):
         return False
-    if await _heartbeat_error(coordinator) == RebalanceInProgressError.errno:
-        coordinator.request_rejoin()
+    await rejoin_if_rebalancing(kafka_consumer)
     return True
 
 
