@@ -21,7 +21,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from croniter import croniter
 from pydantic import AfterValidator, AliasChoices, Field, SecretStr, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
@@ -80,6 +79,8 @@ OWN_VARIABLES = {"anthropic_api_key": "ANTHROPIC_API_KEY"}
 
 
 def _is_crontab(value: str) -> str:
+    from croniter import croniter  # here: a tenth of a second of every command's start, for one optional field
+
     if not croniter.is_valid(value):
         raise ValueError("must be a crontab expression (minute hour day month weekday)")
     return value

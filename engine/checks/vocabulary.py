@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-
-import numpy as np
+from statistics import fmean
+from typing import TYPE_CHECKING
 
 from engine.checks.tokens import check_positive, ngrams, tokenize
 from engine.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def type_token_ratio(tokens: Sequence[str]) -> float:
@@ -62,7 +65,10 @@ class VocabularyOverlap:
 
 
 def _jaccard_matrix(vocabularies: Sequence[frozenset[str]]) -> np.ndarray:
-    """Agents x agents Jaccard matrix from one incidence-matrix product (numpy pays off past a few agents)."""
+    """Agents x agents Jaccard matrix from one incidence-matrix product (numpy pays off past a few agents; imported
+    here, not with the module, which every worker imports through the checks)."""
+    import numpy as np
+
     index = {word: i for i, word in enumerate(sorted(set().union(*vocabularies)))}
     incidence = np.zeros((len(vocabularies), len(index)), dtype=np.float64)
     for row, vocabulary in enumerate(vocabularies):
@@ -81,7 +87,7 @@ def pairwise_vocabulary_overlap(by_agent: Mapping[str, Sequence[str]]) -> Vocabu
         return VocabularyOverlap(agents, {}, None)
     values = _jaccard_matrix(vocabularies)
     matrix = {(agents[i], agents[j]): float(values[i, j]) for i, j in combinations(range(len(agents)), 2)}
-    return VocabularyOverlap(agents, matrix, float(np.mean(list(matrix.values()))))
+    return VocabularyOverlap(agents, matrix, fmean(matrix.values()))
 
 
 @dataclass(frozen=True)

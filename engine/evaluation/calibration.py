@@ -36,7 +36,6 @@ from engine.evaluation.scorers import DEFAULT_OPTIONS, ScoringOptions
 from engine.judges.base import Judge
 from engine.models import Dimension, Event, EventKind
 from engine.personas import load_persona
-from engine.statistics import quadratic_weighted_kappa, spearman_rho
 
 CALIBRATION_CHANNEL = "calibration"
 _CALIBRATED = tuple(d for d in Dimension if d is not Dimension.IDEAS_QUANTITY)
@@ -127,6 +126,9 @@ def summarise(dimension: Dimension, pairs: Sequence[tuple[float, int]]) -> Dimen
     labels = [p[1] for p in pairs]
     rho = kappa = None
     if len(pairs) >= 2:
+        # numpy and scipy, here: a worker imports this module (for its anchors) but never summarises
+        from engine.statistics import quadratic_weighted_kappa, spearman_rho
+
         value = spearman_rho(judge_scores, labels)
         rho = None if math.isnan(value) else value
         kappa = quadratic_weighted_kappa([min(9, max(0, round(s))) for s in judge_scores], labels)

@@ -22,7 +22,6 @@ from engine.models import Dimension, Event, Persona, TargetType
 from engine.personas import load_persona
 from engine.propositions import PropositionSet, load_set
 from engine.scoring import DimensionScore
-from engine.statistics import sd
 
 ProgressCallback = Callable[[str], None]
 
@@ -59,6 +58,8 @@ class DimensionResult:
     def spread(self) -> Spread | None:
         if len(self.repeat_scores) < 2:
             return None
+        from engine.statistics import sd  # numpy, here rather than in every worker's start (the alerts import us)
+
         values = self.repeat_scores
         return Spread(values, sd(values), max(values) - min(values))
 
