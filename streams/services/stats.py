@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,7 @@ from engine.judges.base import Judge, JudgeRequest, JudgeResult
 from engine.models import ZERO_USAGE, TokenUsage
 
 LATENCY_WINDOW = 10_000
+
 #: Histogram buckets (seconds) of verdict and judge latency: a local judge answers in milliseconds, an LLM in
 #: seconds, and the judge deadline is a few seconds.
 LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -22,6 +24,17 @@ LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.
 FAILED_OUTCOMES = frozenset({"corrected", "forced_through", "rejected"})
 #: Outcomes of an attempt the gate did not judge: the agent chose silence, or it is below the minimum of actions.
 UNJUDGED_OUTCOMES = frozenset({"skipped", "not_gated_yet"})
+
+
+def percentiles(values: Collection[float], qs: tuple[int, ...]) -> dict[str, float | None]:
+    """``{"p50": …}`` for each whole percentile in ``qs``, interpolated linearly between the closest ranks as
+    numpy's default does (the standard library's "inclusive" quantiles; no numpy here: the collector that reports
+    them is registered, and so called, in every worker's start)."""
+    if len(values) < 2:
+        only = next(iter(values), None)
+        return {f"p{q}": only for q in qs}
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return {f"p{q}": cuts[q - 1] for q in qs}
 
 
 @dataclass
@@ -136,10 +149,7 @@ class GateStats:
                 self.failed_scores.setdefault(check.dimension.value, Moments()).add(check.score)
 
     def snapshot(self) -> dict[str, Any]:
-        import numpy as np  # here, not at import: numpy was a fifth of a second of every worker's start
-
-        lat = np.asarray(self.latencies_ms, dtype=float)
-        pct = {f"p{q}": float(np.percentile(lat, q)) if lat.size else None for q in (50, 90, 99)}
+        pct = percentiles(self.latencies_ms, (50, 90, 99))
         return {
             "attempts": self.attempts,
             "drafts": self.drafts_first_attempt,

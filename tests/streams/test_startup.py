@@ -69,6 +69,8 @@ def test_a_worker_start_imports_neither_scipy_nor_numpy() -> None:
     # statistics and the vocabulary check); only an experiment, a calibration, a spread, a vocabulary overlap or
     # a /stats snapshot needs them, and imports them when it does.
     code = ("import sys, streams.cli, streams.cli.service, streams.worker.runner, streams.services.stats; "
+            "from streams.worker.metrics import metrics_registry; "  # registering a collector calls it
+            "metrics_registry(streams.services.stats.GateStats()); "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'numpy'}))")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout

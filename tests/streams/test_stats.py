@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 from collections.abc import Callable
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from engine.gate import AttemptResult, DimensionCheck, SimilarityCheck
 from engine.models import Dimension, TokenUsage
-from streams.services.stats import GateStats
+from streams.services.stats import GateStats, percentiles
 from streams.worker.metrics import render_prometheus
 
 ResultFactory = Callable[..., AttemptResult]
@@ -247,3 +248,14 @@ async def test_judge_latency_is_a_histogram_of_every_call() -> None:
     samples = _parse(render_prometheus(stats))
     assert _value(samples, "drift_judge_latency_seconds_count") == 2  # failed calls count too
     assert judge.name == "failing"
+
+
+@pytest.mark.parametrize("n", [2, 3, 10, 1_000])
+def test_latency_percentiles_are_numpys_linear_ones(n: int) -> None:
+    import numpy as np
+
+    rng = random.Random(n)
+    values = [rng.expovariate(0.01) for _ in range(n)]
+    expected = {f"p{q}": float(np.percentile(values, q)) for q in (50, 90, 99)}
+    assert percentiles(values, (50, 90, 99)) == pytest.approx(expected, rel=1e-12)
+    assert percentiles([7.0], (50, 99)) == {"p50": 7.0, "p99": 7.0}  # one value is every percentile
