@@ -187,3 +187,17 @@ def test_hostile_documents_get_a_specific_message(target: Path, text: str, fragm
     with pytest.raises(PropositionFileError) as caught:
         load_file(target)
     assert any(fragment in issue.message for issue in caught.value.issues), caught.value.issues
+
+
+def test_an_unreadable_character_after_non_ascii_text_is_on_its_own_line(target: Path) -> None:
+    # libyaml counts positions in UTF-8 bytes: "é" and "—" are two and three bytes, one character each
+    target.write_text("dimension: adherence\nname: café — Scranton\nnote: bell\x07\n", encoding="utf-8")
+    with pytest.raises(PropositionFileError) as caught:
+        load_file(target)
+    assert [(i.line, i.message.split(":")[0]) for i in caught.value.issues] == [(3, "unreadable character #x0007")]
+
+
+def test_the_loader_parses_with_libyaml_where_pyyaml_has_it() -> None:
+    from engine.propositions.yamlsource import LineRecordingLoader
+
+    assert issubclass(LineRecordingLoader, yaml.CSafeLoader) == yaml.__with_libyaml__
