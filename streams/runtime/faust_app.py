@@ -120,6 +120,7 @@ class DriftApp(faust.App):
         self._stopping.append(hook)
 
     async def on_stop(self) -> None:
+        faust_private.stop_rejoining(faust_private.kafka_consumer(faust_private.consumer_thread(self.consumer)))
         for hook in self._stopping:
             await hook()
         await super().on_stop()

@@ -152,3 +152,13 @@ async def test_a_peers_join_rejoins_a_member_between_rebalances_only() -> None:
     joining = Coordinator(beats=[])
     assert await faust_private.rejoin_now(Consumer(joining)) is False and joining.rejoins == 0
     assert stable.sent == [] and joining.sent == []  # no request: the peer's JoinGroup has not been sent yet
+
+
+async def test_a_stopping_worker_does_not_rejoin_when_its_heartbeat_finds_a_rebalance() -> None:
+    coordinator = Coordinator(beats=[RebalanceInProgressError.errno])
+    await _beating(coordinator)
+    assert faust_private.stop_rejoining(Consumer(coordinator))
+    coordinator.request_rejoin()  # what aiokafka's heartbeat does when the group rebalances
+    assert await faust_private.rejoin_if_rebalancing(Consumer(coordinator)) is True  # asked, and not done
+    assert coordinator.rejoins == 0
+    assert not faust_private.stop_rejoining(Consumer(None))  # type: ignore[arg-type]

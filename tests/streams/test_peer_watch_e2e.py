@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import os
 import signal
 import subprocess
@@ -392,6 +393,42 @@ async def test_an_early_heartbeat_rejoins_a_stable_member_when_another_joins(sce
         assert time.monotonic() - joined < 4.0  # its own next heartbeat was 5 s after its join
         assert await eventually(lambda: _owns(first, lambda n: 0 < n < 3), 30)
         assert await eventually(lambda: _owns(second, lambda n: 0 < n < 3), 30)
+    finally:
+        for poll in polls:
+            poll.cancel()
+        for member in members:
+            await member.stop()
+
+
+async def test_a_stopping_member_does_not_rejoin_when_its_heartbeat_finds_a_rebalance(
+    scenario: Scenario, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On the real broker: once its worker stops (stop_rejoining), a member whose heartbeat finds the group
+    rebalancing (the other member left) does not rejoin, which on this broker would hold its stop for the 3 s join
+    phase; its own stop then ends its membership."""
+    await scenario.create_topics()
+    topic, group = scenario.settings.topic("drafts"), f"{scenario.prefix}stopping"
+    members = [_group_member(scenario, group, heartbeat_ms=300) for _ in range(2)]
+    stopping, other = members
+    polls: list[asyncio.Future[None]] = []
+    try:
+        for member in members:
+            await member.start()
+            member.subscribe([topic])
+            polls.append(asyncio.ensure_future(_poll(member)))
+        assert await eventually(lambda: _owns(stopping, lambda n: 0 < n < 3), 30)
+        assert faust_private.stop_rejoining(stopping)
+        with caplog.at_level(logging.INFO, logger="aiokafka.consumer.group_coordinator"):
+            await other.stop()  # its LeaveGroup: the group rebalances
+
+            async def heard() -> bool:
+                return "because it is rebalancing" in caplog.text
+
+            assert await eventually(heard, 10, interval_s=0.01)
+            rejoin_asked = stopping._coordinator._rejoin_needed_fut.done()
+            polls[0].cancel()
+            await stopping.stop()
+        assert not rejoin_asked and "(Re-)joining group" not in caplog.text
     finally:
         for poll in polls:
             poll.cancel()

@@ -353,6 +353,51 @@ async def test_a_commit_during_a_revocation_does_not_pass_records_released_unhan
     assert consumer._new_offset(other) == 42  # acks that follow the committed offset are still committed
 
 
+async def test_a_stopping_app_keeps_its_subscription(tmp_path: Any) -> None:
+    """Faust's conductor resubscribes as a stopping app's agents let go of their topics; aiokafka would rejoin the
+    group for the new subscription, and a stopping worker is to leave it."""
+
+    class Subscribing:
+        def __init__(self) -> None:
+            self.subscribed: list[list[str]] = []
+            self.transport = types.SimpleNamespace(app=types.SimpleNamespace(should_stop=False))
+
+        async def subscribe(self, topics: Any) -> None:
+            self.subscribed.append(list(topics))
+
+    class Consumer(transport.SteadySubscription, Subscribing):
+        pass
+
+    consumer = Consumer()
+    await consumer.subscribe(["drafts", "messages"])
+    consumer.transport.app.should_stop = True
+    await consumer.subscribe(["drafts"])
+    assert consumer.subscribed == [["drafts", "messages"]]
+    assert isinstance(_faust_app(tmp_path).consumer, transport.SteadySubscription)  # the worker's consumer
+
+
+async def test_a_stopping_app_stops_its_consumer_rejoining_first(tmp_path: Any, monkeypatch: Any) -> None:
+    import faust
+
+    from streams.runtime import faust_private
+
+    async def nothing(self: Any) -> None:
+        return None
+
+    monkeypatch.setattr(faust.App, "on_stop", nothing)  # Faust's own steps of the stop come after ours
+    app = _faust_app(tmp_path)
+    rejoins: list[str] = []
+    coordinator = types.SimpleNamespace(request_rejoin=lambda: rejoins.append("rejoin"))
+    faust_private.consumer_thread(app.consumer)._consumer = types.SimpleNamespace(_coordinator=coordinator)
+
+    async def first_hook() -> None:
+        coordinator.request_rejoin()  # a heartbeat that found the group rebalancing, as the stop began
+
+    app.first_on_stop(first_hook)
+    await app.on_stop()
+    assert rejoins == []
+
+
 def test_a_rebalance_reaching_a_stopping_worker_leaves_its_kafka_consumer_to_the_orderly_stop(tmp_path: Any) -> None:
     """Faust answers a rebalance during a stop with ``consumer.close()``, which marked aiokafka's consumer closed
     and closed its client and coordinator on the app's loop instead of the consumer thread's: the thread's own

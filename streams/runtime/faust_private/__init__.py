@@ -54,6 +54,7 @@ from streams.runtime.faust_private.group import (
     leave_group_unless_leader,
     rejoin_if_rebalancing,
     rejoin_now,
+    stop_rejoining,
 )
 from streams.runtime.faust_private.tables import (
     close_table_registration,
@@ -126,6 +127,7 @@ __all__ = [
     "set_fetch_max_wait",
     "set_read_offset",
     "start_commits_at",
+    "stop_rejoining",
     "table_recovery",
     "table_store_url",
     "update_table_channels",

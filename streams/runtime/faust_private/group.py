@@ -145,6 +145,23 @@ async def rejoin_now(kafka_consumer: Any) -> bool:
     return True
 
 
+def stop_rejoining(kafka_consumer: Any) -> bool:
+    """A stopping worker's consumer no longer rejoins its group when a heartbeat says the group rebalances (True;
+    False: no coordinator yet). aiokafka answers that heartbeat by rejoining; on the embedded broker the stop then
+    waits out the 3 s join phase, and the worker joins a generation the others must rebalance again without it
+    (docs/known-issues.md, "A stopping worker rejoined its group"). It leaves as it stops instead, or, a leader of
+    a rebalancing group, lets its session run out (:func:`leave_group_unless_leader`)."""
+    coordinator = getattr(kafka_consumer, "_coordinator", None)
+    if coordinator is None:
+        return False
+    coordinator.request_rejoin = _no_rejoin  # the instance's, over the class's method
+    return True
+
+
+def _no_rejoin() -> None:
+    log.debug("a rebalance reached the stopping worker: its consumer does not rejoin, it leaves as it stops")
+
+
 def _between_rebalances(kafka_consumer: Any) -> Any:
     """The consumer's group coordinator if the member is between rebalances, else None."""
     coordinator = getattr(kafka_consumer, "_coordinator", None)
