@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -79,7 +79,7 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
                 await self._probe.stop()
             await super().on_thread_stop()
 
-    class Consumer(SteadySubscription, HeadOfLineCommits, FastLanes, faust_aiokafka.Consumer):
+    class Consumer(HeadOfLineCommits, FastLanes, faust_aiokafka.Consumer):
         def _new_consumer_thread(self) -> ConsumerThread:
             thread = ConsumerThread(self, loop=self.loop, beacon=self.beacon)
             thread.skipped = collections.deque()
@@ -190,15 +190,6 @@ def requested_partitions(active: AbstractSet[TP] | None) -> set[TP] | None:
     within milliseconds of its start, while that first fetch is still waiting, which made this likely.
     """
     return None if active is None else set(active)
-
-
-class SteadySubscription:
-    """Mixin for Faust's consumer: a stopping app keeps its subscription, which Faust's conductor changes as agents
-    stop and aiokafka answers by rejoining (docs/known-issues.md, "A stopping worker rejoined its group")."""
-
-    async def subscribe(self, topics: Iterable[str]) -> None:
-        if not self.transport.app.should_stop:  # type: ignore[attr-defined]
-            await super().subscribe(topics)  # type: ignore[misc]
 
 
 FastLane = Callable[[list[Any]], Awaitable[None]]

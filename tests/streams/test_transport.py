@@ -353,29 +353,6 @@ async def test_a_commit_during_a_revocation_does_not_pass_records_released_unhan
     assert consumer._new_offset(other) == 42  # acks that follow the committed offset are still committed
 
 
-async def test_a_stopping_app_keeps_its_subscription(tmp_path: Any) -> None:
-    """Faust's conductor resubscribes as a stopping app's agents let go of their topics; aiokafka would rejoin the
-    group for the new subscription, and a stopping worker is to leave it."""
-
-    class Subscribing:
-        def __init__(self) -> None:
-            self.subscribed: list[list[str]] = []
-            self.transport = types.SimpleNamespace(app=types.SimpleNamespace(should_stop=False))
-
-        async def subscribe(self, topics: Any) -> None:
-            self.subscribed.append(list(topics))
-
-    class Consumer(transport.SteadySubscription, Subscribing):
-        pass
-
-    consumer = Consumer()
-    await consumer.subscribe(["drafts", "messages"])
-    consumer.transport.app.should_stop = True
-    await consumer.subscribe(["drafts"])
-    assert consumer.subscribed == [["drafts", "messages"]]
-    assert isinstance(_faust_app(tmp_path).consumer, transport.SteadySubscription)  # the worker's consumer
-
-
 async def test_a_stopping_app_stops_its_consumer_rejoining_first(tmp_path: Any, monkeypatch: Any) -> None:
     import faust
 
