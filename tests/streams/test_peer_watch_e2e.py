@@ -370,9 +370,7 @@ async def _nudged(thread: FakeThread, times: int) -> bool:
 async def test_an_early_heartbeat_rejoins_a_stable_member_when_another_joins(scenario: Scenario) -> None:
     """On the real broker: a member of a formed group is told "stable" before a join and "rebalancing" once the
     join has begun, long before its own heartbeat (every 5 s here) would tell it; it rejoins and shares."""
-    await scenario.create_topics()
-    topic, group = scenario.settings.topic("drafts"), f"{scenario.prefix}news"
-    members = [_group_member(scenario, group, heartbeat_ms=5000) for _ in range(2)]
+    topic, members = await _two_members(scenario, "news", heartbeat_ms=5000)
     first, second = members
     polls: list[asyncio.Future[None]] = []
     try:
@@ -406,9 +404,7 @@ async def test_a_stopping_member_does_not_rejoin_when_its_heartbeat_finds_a_reba
     """On the real broker: once its worker stops (stop_rejoining), a member whose heartbeat finds the group
     rebalancing (the other member left) does not rejoin, which on this broker would hold its stop for the 3 s join
     phase; its own stop then ends its membership."""
-    await scenario.create_topics()
-    topic, group = scenario.settings.topic("drafts"), f"{scenario.prefix}stopping"
-    members = [_group_member(scenario, group, heartbeat_ms=300) for _ in range(2)]
+    topic, members = await _two_members(scenario, "stopping", heartbeat_ms=300)
     stopping, other = members
     polls: list[asyncio.Future[None]] = []
     try:
@@ -434,6 +430,14 @@ async def test_a_stopping_member_does_not_rejoin_when_its_heartbeat_finds_a_reba
             poll.cancel()
         for member in members:
             await member.stop()
+
+
+async def _two_members(scenario: Scenario, name: str, *, heartbeat_ms: int) -> tuple[str, list[AIOKafkaConsumer]]:
+    """The drafts topic and two bare members of group ``name`` (not started)."""
+    await scenario.create_topics()
+    group = f"{scenario.prefix}{name}"
+    members = [_group_member(scenario, group, heartbeat_ms=heartbeat_ms) for _ in range(2)]
+    return scenario.settings.topic("drafts"), members
 
 
 def _group_member(scenario: Scenario, group: str, *, heartbeat_ms: int) -> AIOKafkaConsumer:
