@@ -105,6 +105,10 @@ class DriftApp(faust.App):
         self.readiness = Readiness(settings.ready_bound_s, gated=settings.topic("drafts"))  # why it does not gate
         self._before_closing: list[Callable[[], Awaitable[None]]] = []
         self._stopping: list[Callable[[], Awaitable[None]]] = []
+        self._shutting: list[Callable[[], Awaitable[None]]] = []
+        #: True while this group's leader is stopping too (streams.worker.peers hears it): the consumer of a
+        #: stopping follower then leaves after the leader (streams.runtime.transport.OrderlyClose).
+        self.leader_stopping: Callable[[], bool] = _no_leader_stopping
 
     def add_fast_lane(self, topic: str, lane: FastLane) -> None:
         """Hand ``topic``'s batches to ``lane`` instead of Faust's stream (the topic must be subscribed)."""
@@ -118,6 +122,11 @@ class DriftApp(faust.App):
     def first_on_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
         """Await ``hook`` first when the app stops, before its consumer stops and leaves the group."""
         self._stopping.append(hook)
+
+    def last_on_shutdown(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Await ``hook`` last when the app shuts down, after its consumer has left the group and every service
+        has stopped."""
+        self._shutting.append(hook)
 
     async def on_stop(self) -> None:
         faust_private.stop_rejoining(faust_private.kafka_consumer(faust_private.consumer_thread(self.consumer)))
@@ -153,9 +162,15 @@ class DriftApp(faust.App):
             await self.restore.close()
         await self.closing.close()
         await super().on_shutdown()
+        for hook in self._shutting:
+            await hook()
 
     def _new_transport(self) -> Any:
         return transport_class(self.settings)(self.conf.broker_consumer, self)
+
+
+def _no_leader_stopping() -> bool:
+    return False
 
 
 def faust_app(

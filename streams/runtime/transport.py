@@ -134,12 +134,14 @@ class OrderlyClose:
         group is formed (docs/known-issues.md, "A leader that leaves a forming group"); during a rebalance its
         session times out instead, and the group forms again without it. A leader alone in its group at its latest
         assignment (``drift up``) leaves at once: its group is formed, and a formed group's leave clears the
-        leader. With ``DRIFT_GROUP_LEADER_LEAVES`` every worker leaves at once."""
+        leader. A follower whose leader stops too (``app.leader_stopping``) waits for the leader's leave first.
+        With ``DRIFT_GROUP_LEADER_LEAVES`` every worker leaves at once."""
         app: Any = getattr(self, "app", None)
         stays = not self.leader_leaves  # DRIFT_GROUP_LEADER_LEAVES: a broker without the bug (Kafka)
         if stays and (consumer := private.kafka_consumer(self)) is not None and app is not None:
+            alone, stopping = (lambda: members_seen(app) == 1), app.leader_stopping
             private.leave_group_unless_leader(
-                consumer, _leader_stays, lambda: members_seen(app) == 1, formed_after_s=LEADER_LEAVE_AFTER_S
+                consumer, _leader_stays, alone, formed_after_s=LEADER_LEAVE_AFTER_S, leader_stopping=stopping
             )
         await super().on_thread_stop()  # type: ignore[misc]
 

@@ -12,10 +12,11 @@ A restarted PostgreSQL, or a cut between it and the workers, frees every lock at
 alive: a worker sweeps only once it has held its own lock for ``grace_s`` (the session timeout), time for every
 live worker to take its lock again after the same outage.
 
-The same connection carries the group's news (:data:`CHANNEL`), of two kinds. ``joining``: a worker is about to
+The same connection carries the group's news (:data:`CHANNEL`), of three kinds. ``joining``: a worker is about to
 send its first JoinGroup (:func:`announce_join`, on a connection of its own: it holds no lock yet); it waits,
 briefly, until its live peers say they rejoin. ``changed``: a worker rejoins, stops, or ended a dead member
-(:meth:`PeerLock.announce`). The others of its group hear both (:meth:`PeerLock.listen`).
+(:meth:`PeerLock.announce`). ``leader-stops``: the worker that leads the group stops (a follower stopping at the
+same moment then leaves after it). The others of its group hear all three (:meth:`PeerLock.listen`).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ WHERE group_id = $1 AND token <> $2 ORDER BY started_at"""
 
 #: The channel of the group's news; a payload is "<kind> <token> <group id>" (the token tells a worker its own news).
 CHANNEL = "drift_group_changes"
-JOINING, CHANGED = "joining", "changed"
+JOINING, CHANGED, LEADER_STOPS = "joining", "changed", "leader-stops"
 _NOTIFY_SQL = "SELECT pg_notify($1, $2)"
 
 #: Called with the kind and the token of each piece of news of the group from another worker.
@@ -133,9 +134,13 @@ class PeerLock:
     async def release(self) -> None:
         """The orderly stop: the row goes (no other worker will end this member), then the connection."""
         try:
-            await self.connection.execute(_RELEASE_SQL, self.token)
+            await self.unregister()
         finally:
             await self.close()
+
+    async def unregister(self) -> None:
+        """The row goes (no other worker will end this member); the connection stays, to hear the group's news."""
+        await self.connection.execute(_RELEASE_SQL, self.token)
 
     async def close(self) -> None:
         """Close the connection (the lock goes with it; the row stays for the others to sweep)."""

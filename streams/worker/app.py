@@ -319,6 +319,8 @@ def _install_peer_watch(app: DriftApp, settings: Settings, ready: asyncio.Event,
     if (watch := PeerWatch(settings, app, ready)).enabled:
         app.task(supervised(watch.run, "peer watch", pause_s=1.0))
         app.first_on_stop(watch.stopping)
+        app.last_on_shutdown(watch.stopped)
+        app.leader_stopping = watch.leader_stopping
         stats.probes["group_members_ended"] = lambda: watch.ended
         stats.probes["group_rejoins_on_news"] = lambda: watch.rejoined
 

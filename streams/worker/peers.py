@@ -41,8 +41,9 @@ from typing import Any
 
 from engine.settings import Settings
 from streams.runtime import faust_private
+from streams.runtime.transport import members_seen
 from streams.store.errors import classify
-from streams.store.peers import JOINING, PeerLock, announce_join
+from streams.store.peers import CHANGED, JOINING, LEADER_STOPS, PeerLock, announce_join
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,9 @@ NUDGE_EVERY_S = 0.1
 ANNOUNCE_BOUND_S = 2.0
 #: How long a worker's first JoinGroup waits for its live peers to rejoin first.
 JOIN_WAIT_S = 1.0
+#: How long the news that the group's leader stops counts: a follower whose own stop began within it leaves after
+#: the leader (streams.runtime.faust_private.leave_group_unless_leader).
+LEADER_STOP_NEWS_S = 10.0
 
 
 class PeerWatch:
@@ -83,6 +87,7 @@ class PeerWatch:
         self._stopping = False
         self._busy = asyncio.Lock()  # one operation at a time on the connection: a sweep or the release
         self._away = False  # the database went away (said once) and the worker is not registered again yet
+        self._leader_stops_at: float | None = None  # when the group's leader said it stops (monotonic)
 
     @property
     def enabled(self) -> bool:
@@ -164,7 +169,10 @@ class PeerWatch:
     def _heard(self, kind: str, token: str) -> None:
         """A peer's news. ``joining``: rejoin now, so that this worker's JoinGroup reaches the broker before the
         joiner's (which waits for this worker's ``changed``). Otherwise, ask the broker at once whether the group
-        rebalances, and again every :data:`NUDGE_EVERY_S` until it does or :data:`NUDGE_S` ends."""
+        rebalances, and again every :data:`NUDGE_EVERY_S` until it does or :data:`NUDGE_S` ends. ``leader-stops``
+        is also remembered (:meth:`leader_stopping`), by a stopping worker too."""
+        if kind == LEADER_STOPS:
+            self._leader_stops_at = time.monotonic()
         if self._stopping:  # a stopping worker's consumer leaves: it does not rejoin
             return
         if kind == JOINING:
@@ -220,9 +228,16 @@ class PeerWatch:
         task.add_done_callback(self._tasks.discard)
         return task
 
+    def leader_stopping(self) -> bool:
+        """The group's leader said it stops within the last :data:`LEADER_STOP_NEWS_S` (read on the consumer's
+        thread when this worker's consumer leaves: a follower stopping with its leader leaves after it)."""
+        at = self._leader_stops_at
+        return at is not None and time.monotonic() - at < LEADER_STOP_NEWS_S
+
     async def stopping(self) -> None:
         """An orderly stop: no sweep any more, and the registration goes before the worker leaves its group, so
-        no peer ends this member (a leader that lets its session run out must not be ended by LeaveGroup)."""
+        no peer ends this member (a leader that lets its session run out must not be ended by LeaveGroup). The
+        news says whether the leader stops; the connection stays open to hear the others' until :meth:`stopped`."""
         self._stopping = True
         for task in list(self._tasks):
             task.cancel()
@@ -232,7 +247,14 @@ class PeerWatch:
                     await self._release(lock)
 
     async def _release(self, lock: PeerLock) -> None:
+        leads = faust_private.leads_group(self._consumer()) and members_seen(self.app) > 1
         async with self._busy:
             with contextlib.suppress(Exception):  # the peers learn of the leave from their heartbeats instead
-                await lock.announce()  # before the leave, which comes when the consumer stops
-            await lock.release()
+                await lock.announce(LEADER_STOPS if leads else CHANGED)  # before the leave, as the consumer stops
+            await lock.unregister()
+
+    async def stopped(self) -> None:
+        """The worker's consumer has left: the connection closes."""
+        if (lock := self.lock) is not None:
+            with contextlib.suppress(Exception):
+                await lock.close()

@@ -4,6 +4,7 @@ next member, and avoided by a leader that leaves only while its group is formed.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -86,3 +87,25 @@ async def test_a_leader_leaves_a_formed_group_at_once(scenario: Scenario) -> Non
         assert await _owns([follower], 3, 30)  # it leads the group now: the leave cleared the departed leader
     finally:
         await follower.stop()
+
+
+async def test_a_follower_stopping_with_its_leader_leaves_after_it(scenario: Scenario) -> None:
+    """Both members stop at the same moment (a simultaneous restart), the follower's stop first: it waits for the
+    leader's leave, so the leader finds its group formed and leaves too, and the next member finds an empty group
+    instead of one led by a departed leader. Without the wait, the follower's leave made the group rebalance and
+    the leader let its session run out (docs/known-issues.md, "A simultaneous restart")."""
+    await scenario.create_topics()
+    group = f"{scenario.prefix}together"
+    leader, follower = await _formed_pair(scenario, group)
+    stayed: list[str] = []
+    faust_private.leave_group_unless_leader(leader, lambda: stayed.append("leader"), lambda: False,
+                                            formed_after_s=0.3)  # fmt: skip
+    faust_private.leave_group_unless_leader(follower, lambda: stayed.append("follower"), lambda: False,
+                                            formed_after_s=0.3, leader_stopping=lambda: True)  # fmt: skip
+    await asyncio.gather(follower.stop(), leader.stop())
+    assert stayed == [], "the leader found its group rebalancing and did not leave"
+    member = await _member(scenario, group)
+    try:
+        assert await _owns([member], 3, 30)
+    finally:
+        await member.stop()

@@ -355,6 +355,39 @@ async def test_the_watch_rejoins_at_a_join_and_asks_its_consumer_at_other_news(s
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+async def test_a_stopping_follower_hears_that_its_leader_stops_too(stack: Stack, group: str) -> None:
+    """The leader's stop is news of its own kind, and a follower whose own stop began first still hears it (its
+    connection stays open until its consumer has left): its consumer then leaves after the leader's."""
+    ready = asyncio.Event()
+    ready.set()
+    threads = [FakeThread(group, "m-leader"), FakeThread(group, "m-follower")]
+    threads[0]._consumer._coordinator._group_subscription = {"drafts"}  # elected leader at its latest join
+    two = SimpleNamespace(changelog_distribution={"http://w1": {}, "http://w2": {}})  # the latest assignment
+    apps = [SimpleNamespace(consumer=SimpleNamespace(_thread=thread), assignor=two) for thread in threads]
+    leader, follower = watches = [PeerWatch(stack.settings("peers."), app, ready) for app in apps]
+    tasks = [asyncio.ensure_future(watch.run()) for watch in watches]
+    try:
+        assert await eventually(lambda: _count_rows(stack, group, 2), 10)
+        await follower.stopping()
+        assert await _member_rows(stack, group) != [] and not follower.leader_stopping()
+        await leader.stopping()
+
+        async def heard() -> bool:
+            return follower.leader_stopping()
+
+        assert await eventually(heard, 5)
+        assert not leader.leader_stopping()  # a follower's stop is other news
+        assert await _member_rows(stack, group) == []
+        await follower.stopped()
+        assert follower.lock is not None and follower.lock.connection.is_closed()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for watch in watches:
+            await watch.stopped()
+
+
 async def _count_rows(stack: Stack, group: str, count: int) -> bool:
     return len(await _member_rows(stack, group)) == count
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import types
 from collections.abc import AsyncIterator
@@ -464,6 +465,54 @@ async def test_a_group_leader_leaves_only_a_formed_group_a_follower_always_leave
         await thread.on_thread_stop()  # the consumer thread's orderly stop
         assert coordinator.left == left, f"leader={leader} members={members} formed={formed}"
         assert coordinator.generation == (3 if left else -1)  # alone, the leader leaves: its group cannot be forming
+
+
+class FollowerOfAStoppingLeader(StandInCoordinator):
+    """A follower's coordinator whose heartbeats say the group is formed until the leader's leave (the
+    ``formed_for``-th answer), and what it sent, in order."""
+
+    def __init__(self, formed_for: int) -> None:
+        super().__init__(leader=False)
+        self.formed_for = formed_for
+        self.sent: list[str] = []
+
+    async def _send_req(self, request: Any) -> Any:
+        if request.API_KEY == 12:  # Heartbeat
+            formed = sum(sent == "formed" for sent in self.sent) < self.formed_for
+            self.sent.append("formed" if formed else "rebalancing")
+            return types.SimpleNamespace(error_code=0 if formed else 27)
+        return await super()._send_req(request)
+
+    async def _maybe_leave_group(self) -> None:
+        self.sent.append("leave")
+        await super()._maybe_leave_group()
+
+
+async def test_a_follower_whose_leader_stops_too_leaves_after_the_leader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both workers stopped at once: a follower that left first turned the group into a forming one, so the
+    stopping leader let its session run out, and new workers joining before its eviction waited for it
+    (docs/known-issues.md, "A simultaneous restart"). A follower whose leader stops too now waits, a bounded
+    time, until its heartbeat says the group rebalances (the leader's leave); one whose leader goes on leaves
+    at once."""
+    from streams.runtime import faust_private
+    from streams.runtime.faust_private import group
+
+    monkeypatch.setattr(group, "FOLLOWER_ASKS_EVERY_S", 0.001)
+    monkeypatch.setattr(group, "FOLLOWER_WAITS_S", 0.2)
+    cases = ((False, 3, ["leave"]), (True, 3, ["formed"] * 3 + ["rebalancing", "leave"]), (True, 10**9, None))
+    for leader_stops, formed_for, sent in cases:
+        coordinator = FollowerOfAStoppingLeader(formed_for)
+        consumer = types.SimpleNamespace(_coordinator=coordinator)
+        stopping = functools.partial(bool, leader_stops)
+        faust_private.leave_group_unless_leader(
+            consumer, lambda: None, lambda: False, formed_after_s=0.3, leader_stopping=stopping
+        )
+        await coordinator._maybe_leave_group()  # what aiokafka's stop ends with
+        if sent is not None:
+            assert coordinator.sent == sent, f"leader stops: {leader_stops}"
+        else:  # the leader never left: the follower leaves once the bound is over
+            assert coordinator.sent[-1] == "leave" and set(coordinator.sent[:-1]) == {"formed"}
+        assert coordinator.left == [3]
 
 
 async def test_a_plain_group_consumers_leader_stops_without_leave_group_a_follower_leaves() -> None:

@@ -31,14 +31,30 @@ NAMES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: A follower whose group's leader stops with it waits at most this long for the leader's LeaveGroup before it
+#: sends its own (:func:`leave_group_unless_leader`): what a stopping worker spends before its consumer leaves
+#: varies by about a second between two workers stopped at the same moment.
+FOLLOWER_WAITS_S = 2.0
+#: How often that follower asks the broker (a heartbeat) whether the leader has left.
+FOLLOWER_ASKS_EVERY_S = 0.1
+
+
 def leave_group_unless_leader(
-    kafka_consumer: Any, on_skip: Any, alone: Any, *, formed_after_s: float | None = None
+    kafka_consumer: Any,
+    on_skip: Any,
+    alone: Any,
+    *,
+    formed_after_s: float | None = None,
+    leader_stopping: Callable[[], bool] | None = None,
 ) -> None:
     """On stop, the consumer sends LeaveGroup unless it was elected leader at its latest join and was not alone in
     the group then (``alone()``): such a leader's membership ends by its session timeout (``on_skip()``), as the
     embedded broker keeps a departed leader of a forming group for good (docs/known-issues.md). With
     ``formed_after_s``, it still leaves when a heartbeat of its generation that long after its stop began says the
-    group is formed; a leave or join landing in between is healed by the others (:func:`heal_departed_leader`)."""
+    group is formed; a leave or join landing in between is healed by the others (:func:`heal_departed_leader`).
+    A follower for which ``leader_stopping()`` is true (its leader is stopping too) first waits, up to
+    :data:`FOLLOWER_WAITS_S`, until its heartbeat says the group rebalances: the leader then leaves a formed
+    group, and the group is empty for the workers that replace them, instead of led by a departed leader."""
     coordinator = getattr(kafka_consumer, "_coordinator", None)
     if coordinator is None or not hasattr(coordinator, "_group_subscription"):
         return  # no group (a client-only consumer)
@@ -50,10 +66,31 @@ def leave_group_unless_leader(
             on_skip()
             coordinator.reset_generation()
             return
+        if not leads and leader_stopping is not None and leader_stopping():
+            await _leader_gone(coordinator, FOLLOWER_WAITS_S)
         await _leave_generation_zero(coordinator)
         await leave()
 
     coordinator._maybe_leave_group = maybe_leave
+
+
+async def _leader_gone(coordinator: Any, bound_s: float) -> bool:
+    """Ask every :data:`FOLLOWER_ASKS_EVERY_S`, for at most ``bound_s``, until a heartbeat of the member's
+    generation is no longer answered as formed (the leader left: the group rebalances); True if it was."""
+    deadline = time.monotonic() + bound_s
+    while await _heartbeat_error(coordinator) == 0:
+        if time.monotonic() >= deadline:
+            log.info("the group's leader did not leave within %.1f s: this follower leaves now", bound_s)
+            return False
+        await asyncio.sleep(FOLLOWER_ASKS_EVERY_S)
+    return True
+
+
+def leads_group(kafka_consumer: Any) -> bool:
+    """The consumer was elected its group's leader at its latest join (aiokafka keeps the group's subscription
+    only then)."""
+    coordinator = getattr(kafka_consumer, "_coordinator", None)
+    return coordinator is not None and getattr(coordinator, "_group_subscription", None) is not None
 
 
 async def _leave_generation_zero(coordinator: Any) -> None:
