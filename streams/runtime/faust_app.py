@@ -19,6 +19,7 @@ from faust.tables.recovery import Recovery
 from engine.errors import ConfigurationError, PayloadError
 from engine.settings import Settings
 from streams.runtime import faust_private
+from streams.runtime.beside import BesideGroups
 from streams.runtime.readahead import ReadAheadRecovery
 from streams.runtime.readiness import Readiness
 from streams.runtime.restore import RestorePlan
@@ -106,6 +107,7 @@ class DriftApp(faust.App):
         self._before_closing: list[Callable[[], Awaitable[None]]] = []
         self._stopping: list[Callable[[], Awaitable[None]]] = []
         self._shutting: list[Callable[[], Awaitable[None]]] = []
+        self.beside_groups = BesideGroups()  # the sinks', monitor's and shadow lane's consumers (no rejoin on stop)
         #: True while this group's leader is stopping too (streams.worker.peers hears it): the consumer of a
         #: stopping follower then leaves after the leader (streams.runtime.transport.OrderlyClose).
         self.leader_stopping: Callable[[], bool] = _no_leader_stopping
@@ -130,6 +132,7 @@ class DriftApp(faust.App):
 
     async def on_stop(self) -> None:
         faust_private.stop_rejoining(faust_private.kafka_consumer(faust_private.consumer_thread(self.consumer)))
+        self.beside_groups.stop_rejoining()
         for hook in self._stopping:
             await hook()
         await super().on_stop()

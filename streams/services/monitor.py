@@ -40,6 +40,7 @@ from engine.monitor.stream import (
 )
 from engine.settings import Settings
 from streams.runtime import faust_private
+from streams.runtime.beside import BesideGroups
 from streams.runtime.fetchwait import kafka_consumer
 from streams.services.gate import Sender
 from streams.store import Store
@@ -298,10 +299,11 @@ class SeekStored(ConsumerRebalanceListener):  # type: ignore[misc]
 
 
 async def consume_from_stored(settings: Settings, owner: OffsetOwner, topics: list[str], batch: int,
-                              handle: Callable[[list[Any]], Awaitable[None]]) -> None:  # fmt: skip
+                              handle: Callable[[list[Any]], Awaitable[None]],
+                              groups: BesideGroups | None = None) -> None:  # fmt: skip
     """Consume ``topics`` in ``owner``'s group, each partition from its offset stored in PostgreSQL
     (:class:`SeekStored`), handing every non-empty fetch (aiokafka records) to ``handle`` until cancelled: the
-    loop of the monitor and of the shadow lane."""
+    loop of the monitor and of the shadow lane (in a worker, the consumer joins its ``groups``)."""
     consumer = kafka_consumer(settings, group_id=owner.group, enable_auto_commit=False,
                                 auto_offset_reset="earliest", max_poll_records=batch, session_timeout_ms=6000,
                                 heartbeat_interval_ms=1000,
@@ -310,6 +312,8 @@ async def consume_from_stored(settings: Settings, owner: OffsetOwner, topics: li
         await start_with_retry(consumer, settings.broker, max(30.0, settings.connect_timeout_s))
         if not settings.group_leader_leaves:
             faust_private.group_leader_stays(consumer)
+        if groups is not None:
+            groups.add(consumer)
         listener = SeekStored(consumer, owner)
         consumer.subscribe(topics, listener=listener)
         while True:
@@ -321,7 +325,7 @@ async def consume_from_stored(settings: Settings, owner: OffsetOwner, topics: li
         await consumer.stop()
 
 
-async def run_monitor(service: MonitorService) -> None:
+async def run_monitor(service: MonitorService, groups: BesideGroups | None = None) -> None:
     """Consume scores until cancelled (a worker task)."""
     topics = service.topics
 
@@ -331,4 +335,5 @@ async def run_monitor(service: MonitorService) -> None:
         if found:
             await service.apply(found)
 
-    await consume_from_stored(service.settings, service, [topics.correction_logs, topics.evaluations], BATCH, handle)
+    topics_read = [topics.correction_logs, topics.evaluations]
+    await consume_from_stored(service.settings, service, topics_read, BATCH, handle, groups)

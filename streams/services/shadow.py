@@ -32,6 +32,7 @@ import orjson
 from engine.errors import PayloadError
 from engine.settings import Settings
 from engine.shadow import Shadow, ShadowStatus, Spend, sampled
+from streams.runtime.beside import BesideGroups
 from streams.services.gate import Sender
 from streams.services.monitor import consume_from_stored
 from streams.services.shadow_judge import ShadowResult
@@ -306,10 +307,10 @@ def _after(records: Sequence[Record], stored: dict[tuple[str, int], int]) -> dic
     return after
 
 
-async def run_shadows(service: ShadowService) -> None:
+async def run_shadows(service: ShadowService, groups: BesideGroups | None = None) -> None:
     """Consume ``drafts`` for the shadows until cancelled (a worker task beside the gate)."""
 
     async def handle(records: list[Any]) -> None:
         await service.handle([Record(r.topic, r.partition, r.offset, r.timestamp, r.value) for r in records])
 
-    await consume_from_stored(service.settings, service, [service.topics.drafts], BATCH, handle)
+    await consume_from_stored(service.settings, service, [service.topics.drafts], BATCH, handle, groups)

@@ -28,6 +28,7 @@ from engine.errors import PayloadError
 from engine.retry import Backoff, RetryCounter, RetryPolicy, no_count, retrying
 from engine.settings import Settings
 from streams.runtime import faust_private
+from streams.runtime.beside import BesideGroups
 from streams.runtime.fetchwait import kafka_consumer
 from streams.runtime.history import record_key
 from streams.store import Store
@@ -77,11 +78,11 @@ Reject = Callable[[Any, str], Awaitable[None]]
 
 async def run_sink(
     settings: Settings, store: Callable[[], Awaitable[Store]], table: Table, started: Callable[[], None] = lambda: None,
-    on_retry: RetryCounter = no_count,
+    on_retry: RetryCounter = no_count, groups: BesideGroups | None = None,
 ) -> None:  # fmt: skip
     """Consume the sink's topic until cancelled; ``store`` returns the (possibly not yet connected) store.
     ``started`` is called once the consumer and the dead-letter producer are connected to the broker; every
-    retry (connecting, writing) is told to ``on_retry``."""
+    retry (connecting, writing) is told to ``on_retry``; in a worker, the consumer joins its ``groups``."""
     topic, model = _source(settings, table)
     consumer = kafka_consumer(settings, topic, group_id=sink_group(settings, table), enable_auto_commit=False,
                               auto_offset_reset="earliest", max_poll_records=BATCH, session_timeout_ms=6000,
@@ -94,6 +95,8 @@ async def run_sink(
         await start_with_retry(consumer, settings.broker, wait_s, on_retry)
         if not settings.group_leader_leaves:
             faust_private.group_leader_stays(consumer)
+        if groups is not None:
+            groups.add(consumer)
         await start_with_retry(producer, settings.broker, wait_s, on_retry)
         started()
         while True:
@@ -196,7 +199,7 @@ async def _write_with_retry(
 
 async def run_sinks(
     settings: Settings, store: Callable[[], Awaitable[Store]], on_ready: Callable[[], None] = lambda: None,
-    on_retry: RetryCounter = no_count,
+    on_retry: RetryCounter = no_count, groups: BesideGroups | None = None,
 ) -> None:  # fmt: skip
     """Every sink, until cancelled; ``on_ready`` once every sink's consumer is connected."""
     waiting = set(SINK_TABLES)
@@ -206,4 +209,5 @@ async def run_sinks(
         if not waiting:
             on_ready()
 
-    await asyncio.gather(*(run_sink(settings, store, t, functools.partial(started, t), on_retry) for t in SINK_TABLES))
+    sinks = (run_sink(settings, store, t, functools.partial(started, t), on_retry, groups) for t in SINK_TABLES)
+    await asyncio.gather(*sinks)

@@ -267,14 +267,14 @@ def _install_sinks(app: DriftApp, settings: Settings, store: WorkerStore, retrie
 
     @app.task  # type: ignore[untyped-decorator]
     async def sinks() -> None:
-        await run_sinks(settings, store, on_retry=retries)
+        await run_sinks(settings, store, on_retry=retries, groups=app.beside_groups)
 
 
 def _install_monitor(app: DriftApp, monitoring: Monitoring, store: WorkerStore) -> None:
     """The monitor's consumer, the anchors' re-scoring, the webhook and the open-alerts gauge: worker tasks
     beside the verdict path (a failure is logged and the task restarts; the gate never waits for them)."""
     jobs: dict[str, Callable[[], Any]] = {
-        "monitor consumer": functools.partial(run_monitor, monitoring.service),
+        "monitor consumer": functools.partial(run_monitor, monitoring.service, app.beside_groups),
         "anchor re-scoring": monitoring.anchors.run,
     }
     if monitoring.webhook is not None:
@@ -293,7 +293,7 @@ def _install_monitor(app: DriftApp, monitoring: Monitoring, store: WorkerStore) 
 def _install_shadows(app: DriftApp, shadows: ShadowService, store: WorkerStore, letters: DeadLetters) -> None:
     """The shadow lane (a task beside the gate) and the shadows it runs: from the compacted ``shadows`` topic at
     once and from the table every second; ``/shadows`` lists the running ones this worker holds."""
-    app.task(supervised(functools.partial(run_shadows, shadows), "shadow lane"))
+    app.task(supervised(functools.partial(run_shadows, shadows, app.beside_groups), "shadow lane"))
 
     @app.agent(raw_topic(app, shadows.topics.shadows), name="shadows")
     async def shadow_changes(stream: Any) -> None:
