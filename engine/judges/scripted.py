@@ -17,26 +17,26 @@ File format (first matching rule wins)::
 
 A rule with an int ``value`` only applies to score and enumerate requests, one with a bool ``value`` only to
 check requests. In a batch every claim is matched on its own; the call waits for the longest delay of the
-matched rules. The file is read with a safe loader and every problem is reported as ``FILE:LINE: path:
-message`` (:class:`~engine.errors.PropositionFileError`).
+matched rules. The file is read like every YAML file of the project (:func:`engine.propositions.yamlsource.
+parse_yaml`: libyaml's safe parser, duplicate keys and oversized documents refused) and every problem is
+reported as ``FILE:LINE: path: message`` (:class:`~engine.errors.PropositionFileError`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from engine.errors import ConfigurationError, FileIssue, PropositionFileError
 from engine.judges.base import CallLog, Claim, ClaimAnswer, JudgeMode, JudgeRequest, JudgeResult
 from engine.judges.parsing import is_score
 from engine.models import ZERO_USAGE, TokenUsage
+from engine.propositions.yamlsource import FieldPath, parse_yaml
 
 _TOP_KEYS = {"default", "default_check", "default_count", "rules", "usage"}
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
@@ -44,22 +44,12 @@ _RULE_KEYS = {"proposition", "agent", "target", "message_contains", "value", "de
 _MATCHERS = ("proposition", "agent", "target", "message_contains")
 
 
-class _LineDict(dict[str, Any]):
-    """A mapping that remembers the line of itself and of each key (1-based)."""
-
-    line: int = 1
-    key_lines: dict[str, int]
+#: The line of a field path in the rules file (0: rules from a dict, which have no lines).
+LineOf = Callable[[FieldPath], int]
 
 
-class _LineLoader(yaml.SafeLoader):
-    def construct_line_mapping(self, node: yaml.MappingNode, deep: bool = False) -> _LineDict:
-        mapping = _LineDict({str(k): v for k, v in self.construct_mapping(node, deep=True).items()})
-        mapping.line = node.start_mark.line + 1
-        mapping.key_lines = {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
-        return mapping
-
-
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _LineLoader.construct_line_mapping)
+def _no_lines(path: FieldPath) -> int:
+    return 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +103,7 @@ class ScriptedJudge:
     @classmethod
     def from_rules(cls, data: Mapping[str, Any], *, name: str = "scripted:inline") -> ScriptedJudge:
         """Rules from a dict shaped like the YAML file (validated the same way)."""
-        return cls(_validate(dict(data), "<rules>"), name=name)
+        return cls(_validate(dict(data), "<rules>", _no_lines), name=name)
 
     @property
     def name(self) -> str:
@@ -157,31 +147,19 @@ class ScriptedJudge:
 
 def parse_rules(text: str, source: str) -> Rules:
     """Parse and validate a rules file; raises :class:`PropositionFileError` with FILE:LINE issues."""
-    try:
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - _LineLoader is a SafeLoader subclass
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = mark.line + 1 if mark is not None else 1
-        raise PropositionFileError([FileIssue(source, line, "", f"invalid YAML: {error.problem}")]) from None
-    except yaml.YAMLError as error:
-        raise PropositionFileError([FileIssue(source, 1, "", f"invalid YAML: {error}")]) from None
-    if not isinstance(data, dict):
+    document = parse_yaml(text, source)
+    if document.issues:
+        raise PropositionFileError(list(document.issues))
+    if not isinstance(document.data, dict):
         raise PropositionFileError([FileIssue(source, 1, "", "the file must hold a mapping with 'default'")])
-    return _validate(data, source)
+    return _validate(document.data, source, document.line_of)
 
 
-def _line_of(mapping: object, key: str) -> int:
-    """The line of ``key`` in a mapping loaded from YAML (0 for plain dicts)."""
-    if isinstance(mapping, _LineDict):
-        return mapping.key_lines.get(key, mapping.line)
-    return 0
-
-
-def _validate(data: dict[str, Any], source: str) -> Rules:
+def _validate(data: dict[str, Any], source: str, line_of: LineOf) -> Rules:
     issues: list[FileIssue] = []
 
     def issue(key: str, message: str) -> None:
-        issues.append(FileIssue(source, _line_of(data, key), key, message))
+        issues.append(FileIssue(source, line_of((key,)), key, message))
 
     for key in sorted(set(data) - _TOP_KEYS):
         issue(str(key), f"unknown key; expected one of {', '.join(sorted(_TOP_KEYS))}")
@@ -196,7 +174,7 @@ def _validate(data: dict[str, Any], source: str) -> Rules:
     default_count = data.get("default_count", 0)
     if isinstance(default_count, bool) or not isinstance(default_count, int) or default_count < 0:
         issue("default_count", f"must be a whole number >= 0, not {default_count!r}")
-    rules = _validate_rules(data.get("rules", []), source, _line_of(data, "rules"), issues)
+    rules = _validate_rules(data.get("rules", []), source, line_of, issues)
     usage = _usage(data.get("usage"), issue)
     if issues or not is_score(default):
         raise PropositionFileError(issues)
@@ -216,29 +194,29 @@ def _usage(raw: Any, issue: Any) -> TokenUsage:
     return TokenUsage(**raw)
 
 
-def _validate_rules(raw: Any, source: str, line: int, issues: list[FileIssue]) -> tuple[Rule, ...]:
+def _validate_rules(raw: Any, source: str, line_of: LineOf, issues: list[FileIssue]) -> tuple[Rule, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, list):
-        issues.append(FileIssue(source, line, "rules", "must be a list of rules"))
+        issues.append(FileIssue(source, line_of(("rules",)), "rules", "must be a list of rules"))
         return ()
     rules: list[Rule] = []
     for index, item in enumerate(raw):
-        rule = _validate_rule(item, source, f"rules[{index}]", line, issues)
+        rule = _validate_rule(item, source, index, line_of, issues)
         if rule is not None:
             rules.append(rule)
     return tuple(rules)
 
 
-def _validate_rule(item: Any, source: str, path: str, fallback: int, issues: list[FileIssue]) -> Rule | None:
+def _validate_rule(item: Any, source: str, index: int, line_of: LineOf, issues: list[FileIssue]) -> Rule | None:
+    path = f"rules[{index}]"
     if not isinstance(item, dict):
-        issues.append(FileIssue(source, fallback, path, "a rule must be a mapping"))
+        issues.append(FileIssue(source, line_of(("rules", index)), path, "a rule must be a mapping"))
         return None
     before = len(issues)
 
     def issue(key: str, message: str) -> None:
-        line = _line_of(item, key) or fallback
-        issues.append(FileIssue(source, line, f"{path}.{key}", message))
+        issues.append(FileIssue(source, line_of(("rules", index, key)), f"{path}.{key}", message))
 
     for key in sorted(set(item) - _RULE_KEYS):
         issue(str(key), f"unknown key; expected one of {', '.join(sorted(_RULE_KEYS))}")
@@ -263,5 +241,5 @@ def _validate_rule(item: Any, source: str, path: str, fallback: int, issues: lis
         message_contains=item.get("message_contains"),
         delay_s=float(delay),
         reasoning=item.get("reasoning"),
-        line=_line_of(item, "value"),
+        line=line_of(("rules", index, "value")),
     )

@@ -89,6 +89,11 @@ else:  # the same nodes, marks and constructors; libyaml composes them
 _BYTE_OFFSETS = _SafeLoader is not yaml.SafeLoader
 
 
+#: The only tags a list or a mapping may carry (``!!set``, ``!!omap`` and any ``!!python/...`` are refused; a
+#: scalar's tag goes through the safe constructor, which refuses what it does not know).
+_PLAIN_COLLECTIONS = frozenset({"tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"})
+
+
 class LineRecordingLoader(_SafeLoader):
     """A safe loader that builds values node by node and remembers where each one came from."""
 
@@ -120,6 +125,9 @@ class LineRecordingLoader(_SafeLoader):
             return None
         if len(path) > MAX_DEPTH:
             self._problem(node, path, f"nested more than {MAX_DEPTH} levels deep")
+            return None
+        if isinstance(node, yaml.CollectionNode) and node.tag not in _PLAIN_COLLECTIONS:
+            self._problem(node, path, f"cannot read this value: unsupported tag {node.tag!r}")
             return None
         if isinstance(node, yaml.SequenceNode):
             return self._build_sequence(node, path, active | {id(node)})

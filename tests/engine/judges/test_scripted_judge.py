@@ -138,7 +138,8 @@ async def test_from_file_names_the_judge_after_the_stem(write_rules: WriteRules)
         ),
         ("default: 9\nrules:\n  - proposition: a\n", ["rules.yaml:3: rules[0].value: required"]),
         ("default: 9\nrules: {a: 1}\n", ["rules.yaml:2: rules: must be a list"]),
-        ("default: [9\n", ["rules.yaml:2: invalid YAML"]),
+        ("default: [9\n", ["rules.yaml:2: YAML syntax error"]),
+        ("default: 9\ndefault: 8\n", ["rules.yaml:2: default: duplicate key 'default' (first set on line 1)"]),
         ("- 1\n", ["rules.yaml:1: the file must hold a mapping"]),
     ],
 )
@@ -154,7 +155,8 @@ def test_file_errors_name_file_and_line(write_rules: WriteRules, text: str, expe
 
 def test_unsafe_yaml_tags_are_rejected(write_rules: WriteRules) -> None:
     path = write_rules("default: !!python/object/apply:os.system ['true']\n")
-    with pytest.raises(PropositionFileError, match="invalid YAML"):
+    said = r"rules.yaml:1: default: cannot read this value: unsupported tag 'tag:yaml\.org,2002:python/object/apply"
+    with pytest.raises(PropositionFileError, match=said):
         ScriptedJudge.from_file(path)
 
 

@@ -180,6 +180,8 @@ def test_hostile_documents(target: Path, text: str) -> None:
         ),
         ("dimension: adherence\nfirst_n: " + "9" * 5000 + "\n", "cannot read this value"),
         ("dimension: \x07\n", "unreadable character #x0007"),
+        ("dimension: adherence\npropositions: !!python/object/apply:os.system ['true']\n", "unsupported tag"),
+        ("dimension: adherence\npropositions: !!set {a: null}\n", "unsupported tag"),
     ],
 )
 def test_hostile_documents_get_a_specific_message(target: Path, text: str, fragment: str) -> None:
