@@ -63,8 +63,8 @@ NUDGE_EVERY_S = 0.1
 ANNOUNCE_BOUND_S = 2.0
 #: How long a worker's first JoinGroup waits for its live peers to rejoin first.
 JOIN_WAIT_S = 1.0
-#: How long the news that the group's leader stops counts: a follower whose own stop began within it leaves after
-#: the leader (streams.runtime.faust_private.leave_group_unless_leader).
+#: How long the news that the group's leader stops counts, if this worker's generation has not changed since: a
+#: follower whose own stop began within it leaves after the leader (faust_private.leave_group_unless_leader).
 LEADER_STOP_NEWS_S = 10.0
 
 
@@ -87,7 +87,7 @@ class PeerWatch:
         self._stopping = False
         self._busy = asyncio.Lock()  # one operation at a time on the connection: a sweep or the release
         self._away = False  # the database went away (said once) and the worker is not registered again yet
-        self._leader_stops_at: float | None = None  # when the group's leader said it stops (monotonic)
+        self._leader_stops: tuple[float, int | None] | None = None  # when the leader said it stops, at which generation
 
     @property
     def enabled(self) -> bool:
@@ -172,7 +172,7 @@ class PeerWatch:
         rebalances, and again every :data:`NUDGE_EVERY_S` until it does or :data:`NUDGE_S` ends. ``leader-stops``
         is also remembered (:meth:`leader_stopping`), by a stopping worker too."""
         if kind == LEADER_STOPS:
-            self._leader_stops_at = time.monotonic()
+            self._leader_stops = (time.monotonic(), faust_private.group_generation(self._consumer()))
         if self._stopping:  # a stopping worker's consumer leaves: it does not rejoin
             return
         if kind == JOINING:
@@ -229,10 +229,14 @@ class PeerWatch:
         return task
 
     def leader_stopping(self) -> bool:
-        """The group's leader said it stops within the last :data:`LEADER_STOP_NEWS_S` (read on the consumer's
-        thread when this worker's consumer leaves: a follower stopping with its leader leaves after it)."""
-        at = self._leader_stops_at
-        return at is not None and time.monotonic() - at < LEADER_STOP_NEWS_S
+        """The group's leader said it stops within the last :data:`LEADER_STOP_NEWS_S`, and this worker has not
+        joined a later generation since (then that leader is gone already: a rolling deploy's next stop must not
+        wait for it). Read on the consumer's thread when this worker's consumer leaves."""
+        if (news := self._leader_stops) is None:
+            return False
+        at, generation = news
+        now = faust_private.group_generation(self._consumer())
+        return time.monotonic() - at < LEADER_STOP_NEWS_S and now == generation
 
     async def stopping(self) -> None:
         """An orderly stop: no sweep any more, and the registration goes before the worker leaves its group, so

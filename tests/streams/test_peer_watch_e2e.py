@@ -357,11 +357,14 @@ async def test_the_watch_rejoins_at_a_join_and_asks_its_consumer_at_other_news(s
 
 async def test_a_stopping_follower_hears_that_its_leader_stops_too(stack: Stack, group: str) -> None:
     """The leader's stop is news of its own kind, and a follower whose own stop began first still hears it (its
-    connection stays open until its consumer has left): its consumer then leaves after the leader's."""
+    connection stays open until its consumer has left): its consumer then leaves after the leader's. Once the
+    follower is in a later generation, that leader is gone: the news no longer counts."""
     ready = asyncio.Event()
     ready.set()
     threads = [FakeThread(group, "m-leader"), FakeThread(group, "m-follower")]
     threads[0]._consumer._coordinator._group_subscription = {"drafts"}  # elected leader at its latest join
+    for thread in threads:
+        thread._consumer._coordinator.generation = 3
     two = SimpleNamespace(changelog_distribution={"http://w1": {}, "http://w2": {}})  # the latest assignment
     apps = [SimpleNamespace(consumer=SimpleNamespace(_thread=thread), assignor=two) for thread in threads]
     leader, follower = watches = [PeerWatch(stack.settings("peers."), app, ready) for app in apps]
@@ -377,6 +380,8 @@ async def test_a_stopping_follower_hears_that_its_leader_stops_too(stack: Stack,
 
         assert await eventually(heard, 5)
         assert not leader.leader_stopping()  # a follower's stop is other news
+        threads[1]._consumer._coordinator.generation = 4  # the follower rejoined without that leader
+        assert not follower.leader_stopping()
         assert await _member_rows(stack, group) == []
         await follower.stopped()
         assert follower.lock is not None and follower.lock.connection.is_closed()

@@ -47,6 +47,7 @@ from streams.runtime.faust_private.fetcher import (
 )
 from streams.runtime.faust_private.group import (
     end_member,
+    group_generation,
     group_leader_stays,
     group_member,
     group_of,
@@ -105,6 +106,7 @@ __all__ = [
     "fetch_loop_stopped",
     "fetch_max_wait",
     "fetch_results",
+    "group_generation",
     "group_leader_stays",
     "group_member",
     "group_of",

@@ -127,6 +127,13 @@ def group_of(kafka_consumer: Any) -> str | None:
     return str(coordinator.group_id) if coordinator is not None and coordinator.group_id else None
 
 
+def group_generation(kafka_consumer: Any) -> int | None:
+    """The generation of the consumer's latest join (-1 before its first; None without a group)."""
+    coordinator = getattr(kafka_consumer, "_coordinator", None)
+    generation = getattr(coordinator, "generation", None)
+    return generation if isinstance(generation, int) else None
+
+
 def group_member(kafka_consumer: Any) -> tuple[str, str] | None:
     """(group id, member id) of a group consumer the broker has given a member id, else None."""
     coordinator = getattr(kafka_consumer, "_coordinator", None)
