@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import CommitFailedError, KafkaError
 
 from engine.errors import PayloadError
 from engine.retry import Backoff, RetryCounter, RetryPolicy, no_count, retrying
@@ -119,10 +120,17 @@ async def commit_through_a_stop(consumer: Any, grace_s: float = COMMIT_GRACE_S) 
     commit in flight before the consumer stops: aiokafka shields its commit request, so a cancelled caller left
     it to fail against the closing connection and Python logged "Task exception was never retrieved" with a
     traceback on a routine stop. The rows are written either way; an offset not committed only means the next
-    owner writes them again (the sinks are idempotent)."""
+    owner writes them again (the sinks are idempotent). So a commit the broker refuses is said and the sink goes
+    on: one that raced its group's rebalance (aiokafka's CommitFailedError, after a member left or was evicted)
+    crashed the whole worker app before, as the sinks' task is the app's (seen in ``make chaos`` kill-workers)."""
     commit = asyncio.ensure_future(consumer.commit())
     try:
         await asyncio.shield(commit)
+    except CommitFailedError:
+        log.info("sink offsets not committed: the sink's group rebalanced meanwhile; the partitions' next owner "
+                 "writes those rows again (the sinks are idempotent)")  # fmt: skip
+    except KafkaError as exc:
+        log.warning("sink offsets not committed (%s); the next commit or owner covers them", exc)
     except asyncio.CancelledError:
         done, _ = await asyncio.wait([commit], timeout=grace_s)
         if done and not commit.cancelled() and commit.exception() is not None:

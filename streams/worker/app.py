@@ -263,11 +263,11 @@ def config_change(raw: bytes | None) -> tuple[str, AgentConfig]:
 
 
 def _install_sinks(app: DriftApp, settings: Settings, store: WorkerStore, retries: RetryCounts) -> None:
-    """The Postgres sinks (plain consumer groups, see :mod:`streams.services.sinks`)."""
-
-    @app.task  # type: ignore[untyped-decorator]
-    async def sinks() -> None:
-        await run_sinks(settings, store, on_retry=retries, groups=app.beside_groups)
+    """The Postgres sinks (plain consumer groups, see :mod:`streams.services.sinks`), beside the verdict path: a
+    failure is logged and they start again, as the monitor's and the shadow lane's tasks do (an app task that
+    raises crashes the whole worker)."""
+    sinks = functools.partial(run_sinks, settings, store, on_retry=retries, groups=app.beside_groups)
+    app.task(supervised(sinks, "sinks"))
 
 
 def _install_monitor(app: DriftApp, monitoring: Monitoring, store: WorkerStore) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import pytest
@@ -77,3 +78,54 @@ async def test_a_stop_during_a_commit_waits_for_it_and_leaves_no_unretrieved_err
 
     gc.collect()
     assert unretrieved == []
+
+
+async def test_a_commit_refused_because_the_group_rebalanced_does_not_end_the_sink(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sink's commit that raced its group's rebalance (a worker killed, its sink member evicted) raised aiokafka's
+    CommitFailedError out of the sinks' task, which crashed the whole worker app (seen in ``make chaos``
+    kill-workers). It is said once and the sink goes on with its next fetch; the rows are written either way."""
+    from aiokafka.errors import CommitFailedError, RequestTimedOutError
+    from aiokafka.structs import ConsumerRecord, TopicPartition
+
+    refusals = [CommitFailedError("the group has already rebalanced"), RequestTimedOutError()]
+    fetches: list[int] = []
+    written: list[int] = []
+
+    class Consumer(Client):
+        async def getmany(self, **kwargs: Any) -> dict[Any, Any]:
+            fetches.append(len(fetches))
+            if len(fetches) > 3:
+                raise asyncio.CancelledError  # the worker stops
+            record = ConsumerRecord("loop.messages", 0, len(fetches), 0, 0, b"k", b"v", None, 1, 1, [])
+            return {TopicPartition("loop.messages", 0): [record]}
+
+        async def commit(self) -> None:
+            if refusals:
+                raise refusals.pop(0)
+
+        async def stop(self) -> None:
+            return None
+
+    async def items(model: Any, records: list[Any], reject: Any) -> list[Any]:
+        return [record.offset for record in records]
+
+    async def write(writer: Any, table: Any, batch: list[Any], reject: Any, on_retry: Any) -> None:
+        written.extend(batch)
+
+    async def store() -> Any:
+        return None
+
+    Client.stopped = []
+    caplog.set_level(logging.INFO, logger="streams.services.sinks")
+    monkeypatch.setattr(sinks, "kafka_consumer", lambda settings, *topics, **kwargs: Consumer(*topics, **kwargs))
+    monkeypatch.setattr(sinks, "AIOKafkaProducer", Client)
+    monkeypatch.setattr(sinks, "decode_items", items)
+    monkeypatch.setattr(sinks, "write_batch", write)
+    monkeypatch.setattr(sinks, "_writer", lambda store, table: None)
+    with pytest.raises(asyncio.CancelledError):
+        await sinks.run_sink(Settings(), store, "run_messages")
+    assert written == [1, 2, 3] and refusals == []  # every batch written, past both refused commits
+    said = [r.getMessage() for r in caplog.records if "sink offsets not committed" in r.getMessage()]
+    assert len(said) == 2 and "rebalanced" in said[0], said
