@@ -177,6 +177,10 @@ async def answered_all(trace: Trace, within_s: float) -> list[str]:
     return missing
 
 
+#: The groups of the consumers beside the gate (their joins are not the gate's): the sinks', monitor's, shadow lane's.
+BESIDE_GROUPS = ("-sink-", "-monitor'", "-shadow'")
+
+
 def phases(proc: Proc) -> dict[str, float | int]:
     """Seconds from the worker's latest start to its (last) join of the gate's group, the end of its restore and its
     readiness, read from its log, and how many times it joined the group since it started."""
@@ -191,7 +195,7 @@ def phases(proc: Proc) -> dict[str, float | int]:
     for line in text.splitlines():
         stamp = _stamp(line)
         for name, mark in marks.items():
-            if stamp is not None and mark in line and "-sink-" not in line:
+            if stamp is not None and mark in line and not any(group in line for group in BESIDE_GROUPS):
                 found[name] = round(stamp - start, 1)
                 found["joins"] += name == "joined"
     return found
