@@ -4,7 +4,7 @@ A worker registers on a connection of its own (:meth:`PeerLock.hold`): it takes 
 token, then writes its row. The lock lasts exactly as long as that connection, and the connection as long as
 the process: when a worker is killed, its kernel closes the socket, PostgreSQL ends the backend and frees the
 lock within milliseconds. A row whose lock another worker can take is therefore a worker that is gone without
-an orderly stop (an orderly stop deletes its row first, :meth:`PeerLock.release`). :meth:`PeerLock.sweep` finds
+an orderly stop (an orderly stop deletes its row first, :meth:`PeerLock.unregister`). :meth:`PeerLock.sweep` finds
 such rows and hands each member id to the caller, which ends the membership on the broker
 (:mod:`streams.worker.peers`).
 
@@ -131,15 +131,9 @@ class PeerLock:
         connection closes)."""
         await _listen(self.connection, self.token, self.group_id, heard)
 
-    async def release(self) -> None:
-        """The orderly stop: the row goes (no other worker will end this member), then the connection."""
-        try:
-            await self.unregister()
-        finally:
-            await self.close()
-
     async def unregister(self) -> None:
-        """The row goes (no other worker will end this member); the connection stays, to hear the group's news."""
+        """The orderly stop: the row goes (no other worker will end this member); the connection stays, to hear the
+        group's news until the worker has left its group (then :meth:`close`)."""
         await self.connection.execute(_RELEASE_SQL, self.token)
 
     async def close(self) -> None:

@@ -107,7 +107,8 @@ async def test_an_orderly_stop_is_never_ended_and_other_groups_are_left_alone(st
     watcher, leaving = await _hold(stack, group, "m-watcher"), await _hold(stack, group, "m-leaving")
     stranger = await _hold(stack, f"{group}-other", "m-stranger")
     try:
-        await leaving.release()
+        await leaving.unregister()  # a worker's orderly stop: its row goes, then (once it left) its connection
+        await leaving.close()
         stranger.connection.terminate()
         ends = Ends()
         await asyncio.sleep(0.5)  # time for the killed backend to go: nothing to find must stay nothing

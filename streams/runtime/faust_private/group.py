@@ -61,7 +61,7 @@ def leave_group_unless_leader(
     leave = coordinator._maybe_leave_group
 
     async def maybe_leave() -> None:
-        leads = coordinator._group_subscription is not None and not alone()  # set by the leader's assignment
+        leads = _leads(coordinator) and not alone()
         if leads and not (formed_after_s is not None and await _group_formed(coordinator, formed_after_s)):
             on_skip()
             coordinator.reset_generation()
@@ -74,23 +74,27 @@ def leave_group_unless_leader(
     coordinator._maybe_leave_group = maybe_leave
 
 
-async def _leader_gone(coordinator: Any, bound_s: float) -> bool:
+async def _leader_gone(coordinator: Any, bound_s: float) -> None:
     """Ask every :data:`FOLLOWER_ASKS_EVERY_S`, for at most ``bound_s``, until a heartbeat of the member's
-    generation is no longer answered as formed (the leader left: the group rebalances); True if it was."""
+    generation is no longer answered as formed (the leader left: the group rebalances)."""
     deadline = time.monotonic() + bound_s
     while await _heartbeat_error(coordinator) == 0:
         if time.monotonic() >= deadline:
             log.info("the group's leader did not leave within %.1f s: this follower leaves now", bound_s)
-            return False
+            return
         await asyncio.sleep(FOLLOWER_ASKS_EVERY_S)
-    return True
 
 
 def leads_group(kafka_consumer: Any) -> bool:
-    """The consumer was elected its group's leader at its latest join (aiokafka keeps the group's subscription
-    only then)."""
+    """The consumer was elected its group's leader at its latest join."""
     coordinator = getattr(kafka_consumer, "_coordinator", None)
-    return coordinator is not None and getattr(coordinator, "_group_subscription", None) is not None
+    return coordinator is not None and _leads(coordinator)
+
+
+def _leads(coordinator: Any) -> bool:
+    """aiokafka keeps the group's subscription only in the member its latest join elected leader (set by the
+    leader's assignment)."""
+    return getattr(coordinator, "_group_subscription", None) is not None
 
 
 async def _leave_generation_zero(coordinator: Any) -> None:
