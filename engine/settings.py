@@ -191,11 +191,12 @@ class Settings(BaseSettings):
     changelogs, Faust's own restore."""
     restore_checkpoint_s: Seconds = 10.0
     """How often a worker records its changelogs' end offsets (the index a bounded restore starts from)."""
-    group_session_timeout_s: Seconds = 6.0
+    group_session_timeout_s: Seconds = 4.0
     """A worker that stops heartbeating (a hung or lost host) loses its partitions after this long (a killed worker
-    is ended by its peers at once); on the embedded broker every rebalance also waits about half of it; Kafka's
-    stock minimum (`group.min.session.timeout.ms`); `3` halves every rebalance on the embedded broker on a host
-    with headroom (compose's Kafka allows it) ([operations](operations.md#rolling-deploys-and-scale-events))."""
+    is ended by its peers at once). The embedded broker holds every JoinGroup in 1 s steps until half of it has
+    passed: `4` is the longest session whose joins take 2 s (at `6`: 3 s), a worker's start included. A Kafka with
+    the stock `group.min.session.timeout.ms` refuses less than `6` (compose's Kafka allows `3`): set `6` there
+    ([operations](operations.md#rolling-deploys-and-scale-events))."""
     group_heartbeat_s: Seconds = 1.0
     """A worker's heartbeat to its consumer group; a member notices a rebalance at its next heartbeat."""
     group_rebalance_timeout_s: Seconds = 5.0

@@ -310,7 +310,9 @@ async def rounds(args: argparse.Namespace, settings: Settings, root: Path) -> in
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ops.restart_loop", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m ops.restart_loop", description=__doc__.split("\n\n")[0].replace("\n", " ")
+    )
     parser.add_argument("--mode", choices=("both", "one"), default="both")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--rate", type=float, default=100.0, help="drafts per second")

@@ -32,10 +32,10 @@ DRIFT = str(Path(sys.executable).parent / "drift")
 
 #: The broker timing of the suite's workers and clients, not the defaults:
 #:
-#: - a 3 s group session (the default is 6; Kafka's stock minimum, see group_session_timeout_s in
-#:   docs/reference.md) halves the group join of every worker start and every rebalance on the embedded broker, and
-#:   a SIGKILLed worker's partitions move after 3 s, not 6. No test asserts a figure tied to the session timeout;
-#:   those that kill workers assert what happens once the partitions moved, whenever that is;
+#: - a 3 s group session (the default is 4, see group_session_timeout_s in docs/reference.md): the embedded broker's
+#:   group joins take 2 s at both, and a worker that stops heartbeating without its peers ending it loses its
+#:   partitions a second sooner. No test asserts a figure tied to the session timeout; those that kill workers
+#:   assert what happens once the partitions moved, whenever that is;
 #: - a 50 ms verdict-path fetch wait (the default is 10 ms): on the embedded broker a consumer asks about every half
 #:   wait when nothing comes, so an idle worker and its broker burn 0.59 cores at 10 ms and 0.25 at 50 ms
 #:   (docs/operations.md, "CPU at rest"), and the suite's workers are idle most of their lives: 14 % less CPU over

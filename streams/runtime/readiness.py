@@ -62,7 +62,7 @@ class Readiness:
         if self.rebalance_started_at is None:
             return "starting", self.started_at
         if self.assigned_at is None:
-            return "joining the consumer group", self.rebalance_started_at
+            return joining(app), self.rebalance_started_at
         recovery = app.tables.recovery
         if recovery.in_recovery:
             return restoring(recovery.active_remaining(), app.conf.id), self.assigned_at
@@ -121,6 +121,24 @@ def unread(app: Any, bound_s: float, topic: str | None = None) -> str | None:
     broker reports past its position (streams.runtime.fetchwait): it owns them and gates nothing there."""
     wait = getattr(private.consumer_thread(app.consumer), "fetch_wait", None)
     return None if wait is None else wait.stuck(bound_s, topic)
+
+
+def joining(app: Any) -> str:
+    """``joining the consumer group``, with the broker's refusal when it answered the join with an error aiokafka
+    does not retry (the worker would wait for good without saying why)."""
+    refusal = private.join_refusal(private.kafka_consumer(private.consumer_thread(app.consumer)))
+    if refusal is None:
+        return "joining the consumer group"
+    hint = REFUSAL_HINTS.get(type(refusal).__name__, "")
+    return f"joining the consumer group: the broker refused the join ({type(refusal).__name__}){hint}"
+
+
+#: What to change when the broker refuses a worker's join for a reason the settings decide.
+REFUSAL_HINTS = {
+    "InvalidSessionTimeoutError": ": DRIFT_GROUP_SESSION_TIMEOUT_S is outside the broker's "
+    "group.min.session.timeout.ms / group.max.session.timeout.ms (a stock Kafka accepts 6 to 1800)",
+    "GroupAuthorizationFailedError": ": the broker's ACLs do not let this user read the group (DRIFT_TOPIC_PREFIX)",
+}
 
 
 def restoring(remaining: Any, app_id: str) -> str:

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import pytest
+from aiokafka.errors import InvalidSessionTimeoutError, UnknownError
 
 from streams.runtime.fetchwait import FetchWait
 from streams.runtime.readiness import Readiness
@@ -26,9 +27,10 @@ class Clock:
         return self.now
 
 
-def app(remaining: dict[TP, int] | None = None, fetch_wait: FetchWait | None = None) -> Any:
+def app(remaining: dict[TP, int] | None = None, fetch_wait: FetchWait | None = None, refusal: Any = None) -> Any:
     recovery = SimpleNamespace(in_recovery=remaining is not None, active_remaining=lambda: Counter(remaining or {}))
-    consumer = SimpleNamespace(_thread=SimpleNamespace(fetch_wait=fetch_wait))  # Faust's consumer and its thread
+    kafka = SimpleNamespace(_coordinator=SimpleNamespace(_pending_exception=refusal))  # aiokafka's consumer
+    consumer = SimpleNamespace(_thread=SimpleNamespace(fetch_wait=fetch_wait, _consumer=kafka))  # Faust's, its thread
     return SimpleNamespace(tables=SimpleNamespace(recovery=recovery), conf=SimpleNamespace(id="persona-drift-x"),
                            consumer=consumer)  # fmt: skip
 
@@ -51,6 +53,32 @@ def test_each_phase_is_named_with_how_long_it_has_lasted() -> None:
     assert readiness.waiting_for(app()) == "preparing or finishing the restore (for 7 s)"
     readiness.rebalance_ended()
     assert readiness.waiting_for(app()) is None
+
+
+def test_a_join_the_broker_refused_is_named_with_what_to_change(caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    readiness = Readiness(30.0, clock)
+    readiness.rebalance_started()
+    clock.now += 3
+    refused = app(refusal=InvalidSessionTimeoutError())  # a stock Kafka and a session under its 6 s minimum
+    assert readiness.waiting_for(refused) == (
+        "joining the consumer group: the broker refused the join (InvalidSessionTimeoutError): "
+        "DRIFT_GROUP_SESSION_TIMEOUT_S is outside the broker's group.min.session.timeout.ms / "
+        "group.max.session.timeout.ms (a stock Kafka accepts 6 to 1800) (for 3 s)"
+    )
+    assert readiness.waiting_for(app(refusal=UnknownError())) == (
+        "joining the consumer group: the broker refused the join (UnknownError) (for 3 s)"
+    )
+    clock.now += 30
+    with caplog.at_level(logging.WARNING, logger="streams.runtime.readiness"):
+        line = readiness.check(refused)
+    assert line is not None and line.endswith(
+        "refused the join (InvalidSessionTimeoutError): "
+        + (
+            "DRIFT_GROUP_SESSION_TIMEOUT_S is outside the broker's group.min.session.timeout.ms / "
+            "group.max.session.timeout.ms (a stock Kafka accepts 6 to 1800)"
+        )
+    )
 
 
 def test_after_the_first_restore_only_a_rebalance_past_the_bound_makes_it_not_ready() -> None:

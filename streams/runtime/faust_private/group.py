@@ -22,6 +22,7 @@ NAMES: tuple[tuple[str, str, str], ...] = (
     ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_send_req", "method"),
     ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_group_instance_id", "attribute"),
     ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_heartbeat_task", "attribute"),
+    ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_pending_exception", "attribute"),
     ("aiokafka.consumer.group_coordinator:BaseCoordinator", "_client", "attribute"),
     ("aiokafka.protocol.group:JoinGroupRequest", "_group", "attribute"),
     ("aiokafka.protocol.group:JoinGroupRequest", "_session_timeout", "attribute"),
@@ -143,6 +144,14 @@ def group_member(kafka_consumer: Any) -> tuple[str, str] | None:
     coordinator = getattr(kafka_consumer, "_coordinator", None)
     member_id = getattr(coordinator, "member_id", "")
     return (str(coordinator.group_id), str(member_id)) if coordinator is not None and member_id else None
+
+
+def join_refusal(kafka_consumer: Any) -> BaseException | None:
+    """The error the broker answered the consumer's JoinGroup with, when aiokafka holds it for the consumer's
+    caller (an invalid session timeout, a group it may not join): its group routine waits until a ``getmany``
+    raises it, which Faust never calls, so the worker stays joining for good. None: no such error."""
+    error = getattr(getattr(kafka_consumer, "_coordinator", None), "_pending_exception", None)
+    return error if isinstance(error, BaseException) else None
 
 
 async def end_member(kafka_consumer: Any, member_id: str, *, formed_first: bool) -> bool:
