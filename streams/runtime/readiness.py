@@ -129,8 +129,8 @@ def joining(app: Any) -> str:
     refusal = private.join_refusal(private.kafka_consumer(private.consumer_thread(app.consumer)))
     if refusal is None:
         return "joining the consumer group"
-    hint = REFUSAL_HINTS.get(type(refusal).__name__, "")
-    return f"joining the consumer group: the broker refused the join ({type(refusal).__name__}){hint}"
+    name = type(refusal).__name__
+    return f"joining the consumer group: the broker refused the join ({name}){REFUSAL_HINTS.get(name, '')}"
 
 
 #: What to change when the broker refuses a worker's join for a reason the settings decide.

@@ -55,6 +55,13 @@ def test_each_phase_is_named_with_how_long_it_has_lasted() -> None:
     assert readiness.waiting_for(app()) is None
 
 
+#: What a refused join with a session under the broker's minimum says to change.
+SESSION_HINT = (
+    "DRIFT_GROUP_SESSION_TIMEOUT_S is outside the broker's group.min.session.timeout.ms / "
+    "group.max.session.timeout.ms (a stock Kafka accepts 6 to 1800)"
+)
+
+
 def test_a_join_the_broker_refused_is_named_with_what_to_change(caplog: pytest.LogCaptureFixture) -> None:
     clock = Clock()
     readiness = Readiness(30.0, clock)
@@ -63,8 +70,7 @@ def test_a_join_the_broker_refused_is_named_with_what_to_change(caplog: pytest.L
     refused = app(refusal=InvalidSessionTimeoutError())  # a stock Kafka and a session under its 6 s minimum
     assert readiness.waiting_for(refused) == (
         "joining the consumer group: the broker refused the join (InvalidSessionTimeoutError): "
-        "DRIFT_GROUP_SESSION_TIMEOUT_S is outside the broker's group.min.session.timeout.ms / "
-        "group.max.session.timeout.ms (a stock Kafka accepts 6 to 1800) (for 3 s)"
+        f"{SESSION_HINT} (for 3 s)"
     )
     assert readiness.waiting_for(app(refusal=UnknownError())) == (
         "joining the consumer group: the broker refused the join (UnknownError) (for 3 s)"
@@ -72,13 +78,7 @@ def test_a_join_the_broker_refused_is_named_with_what_to_change(caplog: pytest.L
     clock.now += 30
     with caplog.at_level(logging.WARNING, logger="streams.runtime.readiness"):
         line = readiness.check(refused)
-    assert line is not None and line.endswith(
-        "refused the join (InvalidSessionTimeoutError): "
-        + (
-            "DRIFT_GROUP_SESSION_TIMEOUT_S is outside the broker's group.min.session.timeout.ms / "
-            "group.max.session.timeout.ms (a stock Kafka accepts 6 to 1800)"
-        )
-    )
+    assert line is not None and line.endswith(f"refused the join (InvalidSessionTimeoutError): {SESSION_HINT}")
 
 
 def test_after_the_first_restore_only_a_rebalance_past_the_bound_makes_it_not_ready() -> None:
