@@ -58,6 +58,17 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
         "≤ 1.05 × judge latency",
         lambda r: r["llm_gate_p50_ms"] <= 1.05 * r["judge_latency_ms"],
     ),
+    "llm_gate_in_worker_p50_ms": (
+        "the same drafts' time in the worker, lane batch to verdict (the verdicts' `latency_ms`), p50",
+        "—",
+        None,
+    ),
+    "llm_gate_in_worker_vs_judge": ("time in the worker p50 ÷ one judge call", "—", None),
+    "broker_hop_p50_ms": (
+        "one bare trip through the broker at 40 records/s (1 ms linger, the gate's fetch wait), p50; a draft makes two",
+        "—",
+        None,
+    ),
     "llm_gate_staged_p50_ms": (
         "verdict p50, the same staged for the prompt cache (DRIFT_GATE_SHARE_PREFIX)",
         "—",

@@ -57,3 +57,14 @@ def machine_info() -> dict[str, str | int]:
         "python": sys.version.split()[0],
         "platform": platform.platform(),
     }
+
+
+async def create_topics_named(broker: str, names: list[str], partitions: int = 3) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=broker)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(name, partitions, 1) for name in names])
+    finally:
+        await admin.close()

@@ -28,7 +28,8 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from engine.settings import Settings
-from ops.bench.common import RESULTS_PATH, merge_results, process_cpu_s
+from ops.bench.common import RESULTS_PATH, create_topics_named, merge_results, process_cpu_s
+from ops.bench.hop import broker_hop_ms
 from streams.embedded import EmbeddedStack, WorkerProcess, free_port, start_stack
 from streams.store import Store
 from streams.wire.kafka import create_topics
@@ -105,17 +106,6 @@ async def passthrough(broker: str, n: int = 60_000) -> float:
     finally:
         await consumer.stop()
         await producer.stop()
-
-
-async def create_topics_named(broker: str, names: list[str], partitions: int = 3) -> None:
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-
-    admin = AIOKafkaAdminClient(bootstrap_servers=broker)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(name, partitions, 1) for name in names])
-    finally:
-        await admin.close()
 
 
 async def _configure(settings: Settings, agents: list[str], changes: dict[str, Any]) -> None:
@@ -300,17 +290,18 @@ async def llm_gate(stack: EmbeddedStack, base_url: str, *, parallel: bool, draft
             started, cpu_before = time.monotonic(), _worker_cpu_s(worker)
             results = await asyncio.gather(*(_timed_check(gate, agents[i % AGENTS], i, started + i / rate_per_s)
                                              for i in range(drafts)))  # fmt: skip
-            elapsed, cpu_s = max(done for _, done, _ in results) - started, _worker_cpu_s(worker) - cpu_before
+            elapsed, cpu_s = max(done for _, done, _, _ in results) - started, _worker_cpu_s(worker) - cpu_before
     finally:
         worker.stop()
-    latencies = [latency for latency, _, _ in results]
-    usage = [u for _, _, u in results]
+    latencies = [latency for latency, _, _, _ in results]
+    usage = [u for _, _, u, _ in results]
     total = sum(u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"] for u in usage)
     cached = sum(u["cache_read_input_tokens"] + u["cache_creation_input_tokens"] for u in usage)
     calls = sum(u["calls"] for u in usage)
     name = "llm_gate_staged" if staged else "llm_gate" if parallel else "llm_gate_sequential"
     out = {f"{name}_p50_ms": float(np.percentile(latencies, 50)), f"{name}_p99_ms": float(np.percentile(latencies, 99)),
-           f"{name}_worker_cpu_ms_per_draft": cpu_s * 1000 / drafts}  # fmt: skip
+           f"{name}_worker_cpu_ms_per_draft": cpu_s * 1000 / drafts,
+           f"{name}_in_worker_p50_ms": float(np.median([inside for _, _, _, inside in results]))}  # fmt: skip
     if parallel and not staged:
         out.update({"llm_gate_drafts_per_s": drafts / elapsed, "judge_input_tokens_per_check": total / max(calls, 1),
                     "judge_cacheable_prefix_fraction": cached / max(total, 1)})  # fmt: skip
@@ -324,14 +315,16 @@ def _worker_cpu_s(worker: WorkerProcess) -> float:
     return float("nan") if cpu is None else cpu
 
 
-async def _timed_check(gate: Any, agent: str, n: int, at: float) -> tuple[float, float, dict[str, int]]:
+async def _timed_check(gate: Any, agent: str, n: int, at: float) -> tuple[float, float, dict[str, int], float]:
+    """The draft's round trip (ms), when it ended, its token usage, and the part spent in the worker (ms: the
+    verdict's ``latency_ms``, from its lane batch to the verdict): the rest is the two trips through the broker."""
     await asyncio.sleep(max(0.0, at - time.monotonic()))
     sent = time.monotonic()
     verdict = await gate.check(agent_id=agent, text=draft_text(n), channel="#general")
     done = time.monotonic()
     usage = verdict.token_usage.model_dump()
     usage["calls"] = sum(1 for s in verdict.scores.values() if not s.timed_out and s.reasoning)
-    return (done - sent) * 1000, done, usage
+    return (done - sent) * 1000, done, usage, verdict.latency_ms
 
 
 async def run_async(stack: EmbeddedStack, parts: tuple[str, ...] = ("throughput", "llm")) -> dict[str, float]:
@@ -353,6 +346,8 @@ async def llm_part(stack: EmbeddedStack) -> dict[str, float]:
     server = _fake_messages_api(port)
     base_url = f"http://127.0.0.1:{port}"
     try:
+        wait_ms = Settings().fetch_max_wait_ms  # the worker's and the client's default
+        results["broker_hop_p50_ms"] = await broker_hop_ms(stack.broker.bootstrap, fetch_max_wait_ms=wait_ms)
         results["judge_latency_ms"] = await judge_latency_ms(base_url)
         results.update(await llm_gate(stack, base_url, parallel=True))
         results.update(await llm_gate(stack, base_url, parallel=True, staged=True))
@@ -361,6 +356,7 @@ async def llm_part(stack: EmbeddedStack) -> dict[str, float]:
         server.terminate()
         server.wait()
     results["llm_gate_p50_vs_judge"] = results["llm_gate_p50_ms"] / results["judge_latency_ms"]
+    results["llm_gate_in_worker_vs_judge"] = results["llm_gate_in_worker_p50_ms"] / results["judge_latency_ms"]
     results["llm_gate_staged_p50_vs_judge"] = results["llm_gate_staged_p50_ms"] / results["judge_latency_ms"]
     return results
 

@@ -22,7 +22,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
 
 from engine.settings import Settings
-from ops.bench.gate import create_topics_named
+from ops.bench.common import create_topics_named
 
 PARTITIONS = 3
 
