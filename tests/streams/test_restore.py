@@ -305,3 +305,43 @@ def test_the_committed_offsets_read_are_the_worker_groups(tmp_path: Path) -> Non
         raise AssertionError("not read here")
 
     assert DraftOffsets(settings, no_consumer).topic == app.settings.topic("drafts")
+
+
+async def test_a_stop_ends_the_checkpoint_rounds_without_one_more(tmp_path: Path) -> None:
+    """The stop wakes the checkpoint task's sleep; it must not run a round then: each took a broker and a database
+    round trip on the stop's path, before the worker left its group (0.3 s a table late in a long run)."""
+    from streams.runtime.restore import RestorePlan
+
+    async def no_database(timeout_s: float | None) -> None:
+        return None
+
+    rounds: list[set[int]] = []
+    ticked = asyncio.Event()
+
+    async def record_checkpoints(topic: str, partitions: Any, last: dict[int, int]) -> None:
+        rounds.append(set(partitions))
+        ticked.set()
+
+    def started_store(interval_s: float) -> RestoreStore:
+        app = faust_app(Settings(data_dir=tmp_path, database_url=""), partitions=3, closing=NothingToClose(),
+                        skipped=no_skipped_batches)  # fmt: skip
+        plan = RestorePlan(Settings(restore_window_s=900, restore_checkpoint_s=interval_s), no_database,
+                           partitions=3, kept=10)  # fmt: skip
+        plan.record_checkpoints = record_checkpoints  # type: ignore[method-assign]
+        app.restore = plan
+        store = app.Table("t", default=list).data
+        assert isinstance(store, RestoreStore)
+        store.active = {0, 2}
+        return store
+
+    store = started_store(interval_s=0.01)  # rounds come while it runs ...
+    await store.start()
+    await ticked.wait()
+    await store.stop()
+    assert rounds[0] == {0, 2}
+    rounds.clear()
+    store = started_store(interval_s=60.0)  # ... and none when the stop ends the wait
+    await store.start()
+    await asyncio.sleep(0)
+    await store.stop()
+    assert rounds == []
