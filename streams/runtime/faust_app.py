@@ -24,6 +24,7 @@ from streams.runtime.readahead import ReadAheadRecovery
 from streams.runtime.readiness import Readiness
 from streams.runtime.restore import RestorePlan
 from streams.runtime.restore_store import register_store
+from streams.runtime.stopping import StopClock, mark_stop
 from streams.runtime.transport import FastLane, transport_class
 from streams.wire.kafka import client_kwargs, ssl_context
 from streams.wire.topics import app_id
@@ -71,6 +72,10 @@ class PromptTableManager(TableManager):
         """Faust's recovery, which waits for the tables' read-aheads (:mod:`streams.runtime.readahead`)."""
         return faust_private.table_recovery(self, ReadAheadRecovery)
 
+    async def on_stop(self) -> None:
+        await super().on_stop()
+        mark_stop(self.app, "tables")
+
     async def on_rebalance(
         self, assigned: set[Any], revoked: set[Any], newly_assigned: set[Any], generation_id: int = 0
     ) -> None:
@@ -111,6 +116,7 @@ class DriftApp(faust.App):
         #: True while this group's leader is stopping too (streams.worker.peers hears it): the consumer of a
         #: stopping follower then leaves after the leader (streams.runtime.transport.OrderlyClose).
         self.leader_stopping: Callable[[], bool] = _no_leader_stopping
+        self.stop_clock = StopClock()  # where a graceful stop goes (streams.runtime.stopping)
 
     def add_fast_lane(self, topic: str, lane: FastLane) -> None:
         """Hand ``topic``'s batches to ``lane`` instead of Faust's stream (the topic must be subscribed)."""
@@ -131,6 +137,7 @@ class DriftApp(faust.App):
         self._shutting.append(hook)
 
     async def on_stop(self) -> None:
+        self.stop_clock.begin()  # if no signal began it (the worker's own stop)
         faust_private.stop_rejoining(faust_private.kafka_consumer(faust_private.consumer_thread(self.consumer)))
         self.beside_groups.stop_rejoining()
         for hook in self._stopping:

@@ -25,6 +25,7 @@ from engine.settings import Settings
 from streams.runtime import faust_private as private
 from streams.runtime import fetchwait
 from streams.runtime.commits import HeadOfLineCommits
+from streams.runtime.stopping import mark_stop
 from streams.runtime.undecodable import SkippedBatch, guard_fetcher, unfetchable
 from streams.wire.kafka import client_kwargs, start_once, true_end_offsets
 
@@ -137,6 +138,7 @@ class OrderlyClose:
         leader. A follower whose leader stops too (``app.leader_stopping``) waits for the leader's leave first.
         With ``DRIFT_GROUP_LEADER_LEAVES`` every worker leaves at once."""
         app: Any = getattr(self, "app", None)
+        mark_stop(app, "agents")
         stays = not self.leader_leaves  # DRIFT_GROUP_LEADER_LEAVES: a broker without the bug (Kafka)
         if stays and (consumer := private.kafka_consumer(self)) is not None and app is not None:
             alone, stopping = (lambda: members_seen(app) == 1), app.leader_stopping
@@ -144,6 +146,7 @@ class OrderlyClose:
                 consumer, _leader_stays, alone, formed_after_s=LEADER_LEAVE_AFTER_S, leader_stopping=stopping
             )
         await super().on_thread_stop()  # type: ignore[misc]
+        mark_stop(app, "group leave")
 
 
 #: A stopping leader asks whether its group is formed this long after its consumer stopped: a follower stopped at

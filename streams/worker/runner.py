@@ -12,6 +12,7 @@ import faust
 from engine.judges.base import Judge
 from engine.redaction import install_log_masking
 from engine.settings import Settings
+from streams.runtime.stopping import StopClock
 from streams.services.stats import RetryCounts
 from streams.worker.app import build_app
 from streams.worker.shutdown import abort, abort_on_signal
@@ -62,6 +63,9 @@ class DriftWorker(faust.Worker):
         super()._on_sigterm()
 
     def _first_signal_only(self) -> None:
+        clock = getattr(self.app, "stop_clock", None)
+        if isinstance(clock, StopClock):
+            clock.begin()  # where the stop goes (streams.runtime.stopping), from the signal on
         if self._interrupted:
             abort(self.on_abort)
         self._interrupted = True
@@ -116,3 +120,5 @@ def run_worker(
     except SystemExit as exc:
         if exc.code not in (0, None):
             raise
+    finally:
+        app.stop_clock.report()

@@ -14,6 +14,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from streams.client import GateClient
 from streams.client.admin import publish_config
+from streams.runtime.stopping import PREFIX as STOPPED
 from streams.store import Store
 from streams.wire.topics import app_id
 from tests.stack import Scenario, Worker, eventually, read_topic_until
@@ -66,6 +67,8 @@ async def test_two_workers_share_partitions_and_hand_over_state(scenario: Scenar
     ]
     assert {r.similarity.most_similar for r in repeats if r.similarity} == set(originals)
     assert stats_of(second)["attempts"] >= 2 * len(agents)
+    stopped = [line for line in first.log_path.read_text().splitlines() if line.startswith(f"drift: {STOPPED}")]
+    assert len(stopped) == 1 and "group leave" in stopped[0], stopped  # where its stop went, in one line
 
 
 async def test_a_draft_still_judged_when_its_worker_stops_is_answered_by_the_next_owner(scenario: Scenario) -> None:
