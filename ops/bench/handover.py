@@ -12,8 +12,10 @@ again, ``--settle`` seconds apart. Before and after each event every worker's
 Per event, over the drafts sent from 1 s before it until ``WINDOW_S`` after (after the new worker is ready, for
 a join: it joins the group at the end of its start-up): the longest wait for a verdict of
 a moved partition and of one that did not move, and each beyond the normal latency (the median of the 5 s
-before the event). The floor (:mod:`ops.bench.handover_floor`) is a bare aiokafka group with the same group
-timeouts doing the same leave and join. Every figure is also in ``results.json`` (``handover_*``).
+before the event); for a graceful stop, also when the stopped worker's consumer left the group, from its
+``worker stopped in`` line (:mod:`streams.runtime.stopping`: ``handover_stop*_left_group_s``). The floor
+(:mod:`ops.bench.handover_floor`) is a bare aiokafka group with the same group timeouts doing the same leave and
+join. Every figure is also in ``results.json`` (``handover_*``).
 
 Run from the repository root: ``.venv/bin/python -m ops.bench.handover [--rounds N] [--settle S]``; extra
 ``DRIFT_*`` variables in the environment reach the workers (and the floor's timeouts), so a lever can be
@@ -55,6 +57,7 @@ WINDOW_S = 12.0  # ... and those sent this long after it
 #: whose leader then waits out its session, docs/known-issues.md), "stop_follower" the newest one.
 EVENTS = ("stop", "join", "kill", "join", "stop_follower", "join")
 STARTED = re.compile(r"worker started in ([0-9.]+) s: (.*)$")
+STOPPED = re.compile(r"worker stopped in ([0-9.]+) s: (.*)$")
 
 
 @dataclass
@@ -135,11 +138,20 @@ async def owned(worker: WorkerProcess, topic: str) -> set[int]:
 
 
 def startup_phases(worker: WorkerProcess) -> dict[str, float]:
-    """The worker's ``worker started in`` line as {"total": s, phase: s, ...} (empty if absent)."""
+    """The worker's ``worker started in`` line as {"total": s, phase: s, ..., "cpu": s} (empty if absent)."""
+    return _phases(worker, STARTED)
+
+
+def stop_phases(worker: WorkerProcess) -> dict[str, float]:
+    """The worker's ``worker stopped in`` line (:mod:`streams.runtime.stopping`) as {"total": s, phase: s, ...}."""
+    return _phases(worker, STOPPED)
+
+
+def _phases(worker: WorkerProcess, pattern: re.Pattern[str]) -> dict[str, float]:
     for line in reversed(worker.log_path.read_text(encoding="utf-8", errors="replace").splitlines()):
-        if found := STARTED.search(line):
+        if found := pattern.search(line):
             listed, _, cpu = found[2].partition("; cpu ")
-            phases = {"total": float(found[1]), "cpu": float(cpu.split()[0]) if cpu else -1.0}
+            phases = {"total": float(found[1])} | ({"cpu": float(cpu.split()[0])} if cpu else {})
             for part in listed.split(", "):
                 name, seconds = part.rsplit(" ", 2)[0], part.rsplit(" ", 2)[1]
                 phases[name] = float(seconds)
@@ -199,6 +211,9 @@ async def event(run: Run, kind: str, settle_s: float) -> dict[str, Any]:
         victim = run.workers.pop(-1 if kind == "stop_follower" else 0)
         await asyncio.to_thread(victim.kill if kind == "kill" else victim.stop, *(() if kind == "kill" else (60.0,)))
         figures["exit_s"] = time.monotonic() - at
+        if kind != "kill":  # until its consumer left the group: what its partitions wait for before they move
+            stopped = stop_phases(victim)
+            figures["left_s"] = sum(stopped.get(p, 0.0) for p in ("tables", "agents", "group leave"))
     await asyncio.sleep(max(0.0, at + settle_s - time.monotonic()))
     after = await run.ownership()
     figures["moved"] = sorted(p for p in range(PARTITIONS) if before[p] != after[p] or after[p] == -1)
@@ -324,6 +339,8 @@ def results(found: dict[str, Any], settings: Settings) -> dict[str, float]:
             out["worker_join_ready_streaming_s"] = max(e["ready_s"] for e in events)
         else:
             out[f"handover_{kind}_exit_s"] = max(e["exit_s"] for e in events)
+        if kind.startswith("stop"):
+            out[f"handover_{kind}_left_group_s"] = max(e["left_s"] for e in events)
     return {key: round(value, 3) for key, value in out.items()}
 
 
@@ -334,6 +351,7 @@ def report(figures: dict[str, float], found: dict[str, Any]) -> None:
     print(f"fresh worker start to ready {figures['worker_start_ready_fresh_s']:.2f} s: {found['fresh']['phases']}")
     for e in found["events"]:
         extra = f", ready in {e['ready_s']:.2f} s {e['phases']}" if "ready_s" in e else f", exit {e['exit_s']:.2f} s"
+        extra += f", left its group after {e['left_s']:.2f} s" if "left_s" in e else ""
         print(f"{e['event']:<5} moved {e['moved']}: moved max {e['moved_max_s']:.2f} s, unmoved max "
               f"{e['unmoved_max_s']:.2f} s (normal p50 {e['normal_p50_s']:.2f} s){extra}")  # fmt: skip
     if found["post_mortem"]:
