@@ -63,7 +63,7 @@ class DriftWorker(faust.Worker):
         super()._on_sigterm()
 
     def _first_signal_only(self) -> None:
-        clock = getattr(self.app, "stop_clock", None)
+        clock = getattr(getattr(self, "app", None), "stop_clock", None)
         if isinstance(clock, StopClock):
             clock.begin()  # where the stop goes (streams.runtime.stopping), from the signal on
         if self._interrupted:
