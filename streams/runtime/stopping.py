@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 #: The log line's first words (followed by the total and the phases).
@@ -41,15 +42,7 @@ class StopClock:
 
     def phases(self) -> dict[str, float]:
         """Seconds per phase, in order; a phase with no mark is folded into the next one marked."""
-        out: dict[str, float] = {}
-        previous = self.began
-        if previous is None:
-            return out
-        for phase in PHASES:
-            if phase in self.marks:
-                out[phase] = self.marks[phase] - previous
-                previous = self.marks[phase]
-        return out
+        return {} if self.began is None else phase_seconds(self.began, self.marks, PHASES)
 
     def summary(self) -> str:
         phases = self.phases()
@@ -61,6 +54,18 @@ class StopClock:
         if self.began is not None:
             self.mark("rest")
             print(f"drift: {self.summary()}", file=sys.stderr, flush=True)
+
+
+def phase_seconds(start: float, marks: Mapping[str, float], order: Iterable[str]) -> dict[str, float]:
+    """Seconds per phase of ``order`` from ``start``, each ending at its mark; a phase with no mark is folded into
+    the next one marked (the start-up's line uses it too: :mod:`streams.worker.startup`)."""
+    out: dict[str, float] = {}
+    previous = start
+    for phase in order:
+        if phase in marks:
+            out[phase] = marks[phase] - previous
+            previous = marks[phase]
+    return out
 
 
 def mark_stop(app: Any, phase: str) -> None:

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from streams.runtime.stopping import phase_seconds
+
 #: The log line's first words (followed by the total and the phases).
 PREFIX = "worker started in"
 PHASES = ("cli imports", "checks", "faust imports", "build", "faust start", "group join", "restore", "store")
@@ -47,13 +49,7 @@ class StartupClock:
 
     def phases(self) -> dict[str, float]:
         """Seconds per phase, in order; a phase with no mark is folded into the next one marked."""
-        out: dict[str, float] = {}
-        previous = self.started
-        for phase in PHASES:
-            if phase in self.marks:
-                out[phase] = self.marks[phase] - previous
-                previous = self.marks[phase]
-        return out
+        return phase_seconds(self.started, self.marks, PHASES)
 
     def summary(self) -> str:
         """``worker started in T s: phase s, …; cpu C s`` (C: this process's CPU time so far — what the start
