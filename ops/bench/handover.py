@@ -46,6 +46,7 @@ from ops.bench.handover_floor import measure_floor
 from streams.embedded import EmbeddedStack, WorkerProcess, start_stack
 from streams.runtime.fetchwait import kafka_consumer
 from streams.runtime.restore import agent_partition
+from streams.runtime.stopping import UNTIL_LEFT
 from streams.wire.kafka import create_topics
 
 AGENTS = 200
@@ -211,9 +212,8 @@ async def event(run: Run, kind: str, settle_s: float) -> dict[str, Any]:
         victim = run.workers.pop(-1 if kind == "stop_follower" else 0)
         await asyncio.to_thread(victim.kill if kind == "kill" else victim.stop, *(() if kind == "kill" else (60.0,)))
         figures["exit_s"] = time.monotonic() - at
-        if kind != "kill":  # until its consumer left the group: what its partitions wait for before they move
-            stopped = stop_phases(victim)
-            figures["left_s"] = sum(stopped.get(p, 0.0) for p in ("tables", "agents", "group leave"))
+        if kind != "kill" and (stopped := stop_phases(victim)):  # no line (it was killed after all): no figure
+            figures["left_s"] = sum(stopped.get(p, 0.0) for p in UNTIL_LEFT)  # what its partitions waited for
     await asyncio.sleep(max(0.0, at + settle_s - time.monotonic()))
     after = await run.ownership()
     figures["moved"] = sorted(p for p in range(PARTITIONS) if before[p] != after[p] or after[p] == -1)
@@ -339,8 +339,8 @@ def results(found: dict[str, Any], settings: Settings) -> dict[str, float]:
             out["worker_join_ready_streaming_s"] = max(e["ready_s"] for e in events)
         else:
             out[f"handover_{kind}_exit_s"] = max(e["exit_s"] for e in events)
-        if kind.startswith("stop"):
-            out[f"handover_{kind}_left_group_s"] = max(e["left_s"] for e in events)
+        if left := [e["left_s"] for e in events if "left_s" in e]:
+            out[f"handover_{kind}_left_group_s"] = max(left)
     return {key: round(value, 3) for key, value in out.items()}
 
 

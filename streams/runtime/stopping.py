@@ -68,8 +68,22 @@ def phase_seconds(start: float, marks: Mapping[str, float], order: Iterable[str]
     return out
 
 
+#: The phases a rolling deploy waits for: until the gate's consumer has left its group.
+UNTIL_LEFT = PHASES[: PHASES.index("group leave") + 1]
+
+
+def begin_stop(app: Any) -> None:
+    """The stop of ``app`` began, if it has a stop clock (a worker's app; not a test's or a tool's)."""
+    if (clock := _clock(app)) is not None:
+        clock.begin()
+
+
 def mark_stop(app: Any, phase: str) -> None:
-    """Mark ``phase`` on ``app``'s stop clock, if it has one (a worker's app; not a test's or a tool's)."""
-    clock = getattr(app, "stop_clock", None)
-    if isinstance(clock, StopClock):
+    """Mark ``phase`` on ``app``'s stop clock, if it has one."""
+    if (clock := _clock(app)) is not None:
         clock.mark(phase)
+
+
+def _clock(app: Any) -> StopClock | None:
+    clock = getattr(app, "stop_clock", None)
+    return clock if isinstance(clock, StopClock) else None

@@ -12,7 +12,7 @@ import faust
 from engine.judges.base import Judge
 from engine.redaction import install_log_masking
 from engine.settings import Settings
-from streams.runtime.stopping import StopClock
+from streams.runtime.stopping import begin_stop
 from streams.services.stats import RetryCounts
 from streams.worker.app import build_app
 from streams.worker.shutdown import abort, abort_on_signal
@@ -63,9 +63,7 @@ class DriftWorker(faust.Worker):
         super()._on_sigterm()
 
     def _first_signal_only(self) -> None:
-        clock = getattr(getattr(self, "app", None), "stop_clock", None)
-        if isinstance(clock, StopClock):
-            clock.begin()  # where the stop goes (streams.runtime.stopping), from the signal on
+        begin_stop(getattr(self, "app", None))  # where the stop goes (streams.runtime.stopping), from the signal on
         if self._interrupted:
             abort(self.on_abort)
         self._interrupted = True
