@@ -79,7 +79,7 @@ class GateClient:
 
     async def start(self) -> None:
         compression = None if self.settings.kafka_compression == "none" else self.settings.kafka_compression
-        self._producer = AIOKafkaProducer(**client_kwargs(self.settings), linger_ms=1, compression_type=compression)
+        self._producer = AIOKafkaProducer(**client_kwargs(self.settings), linger_ms=0, compression_type=compression)
         wait_s = self.settings.connect_timeout_s  # DRIFT_CONNECT_TIMEOUT_S: an absent broker fails fast
         await start_with_retry(self._producer, self.settings.broker, wait_s)
         self._consumer = kafka_consumer(self.settings, enable_auto_commit=False)

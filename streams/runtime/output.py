@@ -21,10 +21,11 @@ from aiokafka.partitioner import DefaultPartitioner
 from engine.settings import Settings
 from streams.wire.kafka import client_kwargs, start_with_retry
 
-#: A single send waits at most this long for others to join its Kafka batch. Records still share a batch under
-#: load without it (they join the partition's open batch while the previous request is in flight); a judged
-#: draft's verdict waits for it twice (its verdict record, then the verdict), so it is kept short.
-LINGER_MS = 1
+#: A single send waits this long for others to join its Kafka batch: not at all. Records still share a batch under
+#: load (aiokafka keeps one request in flight per broker, and what is sent meanwhile joins the partition's open
+#: batch); a judged draft's verdict paid any linger twice (its verdict record, then the verdict): 1 ms cost the
+#: LLM gate's p50 about 2 ms (BENCHMARKS.md, "Where the LLM gate's p50 goes").
+LINGER_MS = 0
 MAX_BATCH_BYTES = 256 * 1024
 #: (topic, key) pairs whose partition is memoised; beyond it the memo starts over (a few µs per key to refill)
 PARTITION_MEMO = 65_536
