@@ -104,8 +104,7 @@ class Settings(BaseSettings):
     broker: Name = f"127.0.0.1:{DEFAULT_KAFKA_PORT}"
     """Kafka bootstrap server (`--broker`)."""
     database_url: str = Field("", validation_alias=AliasChoices("DRIFT_DATABASE_URL", "DATABASE_URL"))
-    """PostgreSQL URL (`--database`); `DATABASE_URL` is read when this is unset. Printed with the password
-    masked."""
+    """PostgreSQL URL (`--database`); `DATABASE_URL` is read when this is unset; printed with the password masked."""
     topic_prefix: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")] = "drift."
     """Prefix of every topic and consumer group (`--prefix`): letters, digits, `.`, `_` and `-`."""
     data_dir: Path = DEFAULT_DATA_DIR
@@ -113,8 +112,7 @@ class Settings(BaseSettings):
     propositions_dir: Path = BUNDLED_PROPOSITIONS
     """Propositions tree: personas, dimensions, interventions, baselines (`--propositions`)."""
     judge: str = ""
-    """Judge spec (`--judge`): `anthropic[:MODEL]`, `openai-compatible[:MODEL]`, `offline`, `scripted:FILE`,
-    `replay:FILE`."""
+    """Judge (`--judge`): `anthropic[:MODEL]`, `openai-compatible[:MODEL]`, `offline`, `scripted:FILE`, `replay:FILE`"""
     anthropic_model: Name = DEFAULT_ANTHROPIC_MODEL
     """Model of the Anthropic judge."""
     anthropic_base_url: Name | None = None
@@ -157,6 +155,9 @@ class Settings(BaseSettings):
     fetch_max_wait_ms: Annotated[int, Field(ge=0, le=60_000)] = 10
     """The verdict path's starting fetch wait (the embedded broker's long poll sleeps about half of it per hop); it
     doubles, up to 2 s, while the broker answers without records it has (docs/known-issues.md)."""
+    fetch_brisk_wait_ms: Annotated[int, Field(ge=0, le=60_000)] = 3
+    """The verdict path's fetch wait while records flow (one came within a second) or a client awaits a reply, if
+    shorter than `DRIFT_FETCH_MAX_WAIT_MS`: a hop on the embedded broker takes about half of it. It grows alike."""
     beside_fetch_max_wait_ms: Annotated[int, Field(ge=0, le=60_000)] = 200
     """The starting fetch wait of the consumers beside the verdict path (the sinks, the drift monitor, the shadow
     lane): their records arrive up to about half of it later, and an idle worker polls the broker far less

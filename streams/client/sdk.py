@@ -82,8 +82,10 @@ class GateClient:
         self._producer = AIOKafkaProducer(**client_kwargs(self.settings), linger_ms=0, compression_type=compression)
         wait_s = self.settings.connect_timeout_s  # DRIFT_CONNECT_TIMEOUT_S: an absent broker fails fast
         await start_with_retry(self._producer, self.settings.broker, wait_s)
-        self._consumer = kafka_consumer(self.settings, enable_auto_commit=False)
-        await start_with_retry(self._consumer, self.settings.broker, wait_s)
+        self._consumer = consumer = kafka_consumer(self.settings, enable_auto_commit=False, brisk=True)
+        await start_with_retry(consumer, self.settings.broker, wait_s)
+        if consumer.fetch_wait is not None:  # brisk while a reply is awaited
+            consumer.fetch_wait.awaiting = lambda: bool(self._waiting)
         partitions = [
             TopicPartition(topic, p)
             for topic in (self.topics.verdicts, self.topics.directives)

@@ -15,6 +15,12 @@ broker reports records past the fetch offset, :data:`STREAK` responses in a row,
 while records flow; what it costs is the wait before a record is noticed on an idle partition (up to half the
 wait on this broker). Kafka answers such a fetch with records, so there the wait never moves.
 
+While records flow (a response carried some within :data:`BRISK_FOR_S`), or while a client awaits a reply, a
+consumer on the verdict path fetches with its *brisk* wait instead (``DRIFT_FETCH_BRISK_WAIT_MS``, 3 ms, when
+shorter): each hop on the embedded broker costs about half the wait in effect, and an idle consumer keeps the
+longer one, so it does not poll the broker more often at rest. A streak of unread responses doubles the wait in
+effect; the brisk wait never exceeds the other.
+
 :func:`kafka_consumer` builds the plain consumers of the worker and the clients with it;
 :mod:`streams.runtime.transport` installs it on the worker's Faust consumer.
 """
@@ -22,6 +28,7 @@ wait on this broker). Kafka answers such a fetch with records, so there the wait
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
@@ -39,25 +46,54 @@ Clock = Callable[[], float]
 STREAK = 3
 #: the longest wait it grows to (a partition the broker cannot list in a second is one to move to Kafka)
 MAX_WAIT_MS = 2_000
+#: a consumer keeps its brisk wait this long after a fetch response that carried records
+BRISK_FOR_S = 1.0
 
 
 class FetchWait:
     """The fetch wait of one consumer, raised when the broker keeps answering without the records it has."""
 
     def __init__(
-        self, wait_ms: int, *, streak: int = STREAK, max_wait_ms: int = MAX_WAIT_MS, clock: Clock = time.monotonic
+        self,
+        wait_ms: int,
+        *,
+        brisk_ms: int | None = None,
+        streak: int = STREAK,
+        max_wait_ms: int = MAX_WAIT_MS,
+        clock: Clock = time.monotonic,
     ) -> None:
         self.wait_ms = wait_ms
+        #: the wait while records flow or a reply is awaited (never above ``wait_ms``)
+        self.brisk_ms = wait_ms if brisk_ms is None else min(brisk_ms, wait_ms)
         self.streak = streak
         self.max_wait_ms = max_wait_ms
+        #: a client's "replies are awaited" (brisk while true), read at each response
+        self.awaiting: Callable[[], bool] = lambda: False
         self._clock = clock
         self._streaks: dict[Any, int] = {}
+        self._fed_at = -math.inf
+        self._in_effect = wait_ms
         #: partition -> since when every response left its records unread (replaced whole: read from other threads)
         self.unread_since: Mapping[Any, float] = {}
 
-    def observe(self, asked: Collection[Any], unread: Collection[Any]) -> int | None:
-        """One fetch response: the partitions it ``asked`` for, and those of them that came back ``unread``
-        (no records, though the broker reports records past the fetch offset). The new wait, or None."""
+    def observe(self, asked: Collection[Any], unread: Collection[Any], fed: bool = False) -> int | None:
+        """One fetch response: the partitions it ``asked`` for, those of them that came back ``unread`` (no
+        records, though the broker reports records past the fetch offset), and whether it carried records
+        (``fed``). The wait for the next request when it changes, or None."""
+        now = self._clock()
+        if fed:
+            self._fed_at = now
+        brisk = now - self._fed_at < BRISK_FOR_S or self.awaiting()
+        if stuck := self._stuck(asked, unread):
+            self._grow(brisk, stuck)
+        wait = self.brisk_ms if brisk else self.wait_ms
+        if wait == self._in_effect:
+            return None
+        self._in_effect = wait
+        return wait
+
+    def _stuck(self, asked: Collection[Any], unread: Collection[Any]) -> list[Any]:
+        """The partitions whose responses left their records unread :attr:`streak` times in a row."""
         since = dict(self.unread_since)
         for tp in asked:
             if tp in unread:
@@ -67,17 +103,27 @@ class FetchWait:
                 self._streaks.pop(tp, None)
                 since.pop(tp, None)
         self.unread_since = since
-        stuck = [tp for tp, n in self._streaks.items() if n >= self.streak]
-        if not stuck or self.wait_ms >= self.max_wait_ms:
-            return None
-        before, self.wait_ms = self.wait_ms, min(self.max_wait_ms, max(1, self.wait_ms) * 2)
+        return [tp for tp, n in self._streaks.items() if n >= self.streak]
+
+    def _grow(self, brisk: bool, stuck: list[Any]) -> None:
+        """Double the wait in effect (the brisk one up to the other; both once they are equal)."""
+        if brisk and self.brisk_ms < self.wait_ms:
+            before = self.brisk_ms
+            self.brisk_ms = min(self.wait_ms, max(1, self.brisk_ms) * 2)
+            after, which = self.brisk_ms, "brisk fetch wait (records flowing)"
+        elif self.wait_ms < self.max_wait_ms:
+            before = self.wait_ms
+            self.wait_ms = min(self.max_wait_ms, max(1, self.wait_ms) * 2)
+            self.brisk_ms = min(self.wait_ms, max(1, self.brisk_ms) * 2)
+            after, which = self.wait_ms, "fetch wait"
+        else:
+            return
         self._streaks.clear()
         log.warning(
             "the broker answered %d fetches of %s in a row without the records it has past the fetch offset "
-            "(a partition it cannot list within the fetch wait: docs/known-issues.md); fetch wait %d ms -> %d ms",
-            self.streak, ", ".join(f"{tp.topic}[{tp.partition}]" for tp in stuck), before, self.wait_ms,
+            "(a partition it cannot list within the fetch wait: docs/known-issues.md); %s %d ms -> %d ms",
+            self.streak, ", ".join(f"{tp.topic}[{tp.partition}]" for tp in stuck), which, before, after,
         )  # fmt: skip
-        return self.wait_ms
 
     def stuck(self, bound_s: float, topic: str | None = None) -> str | None:
         """Why a consumer reads nothing although records wait: partitions (of ``topic``, if given) whose every
@@ -95,25 +141,32 @@ class FetchWait:
         )
 
 
-def watch(kafka_consumer: Any) -> FetchWait | None:
+def watch(kafka_consumer: Any, brisk_ms: int | None = None) -> FetchWait | None:
     """Install a :class:`FetchWait` on a started aiokafka consumer (once; a no-op before it starts, or if one is
-    installed). The one installed now, or None."""
+    installed), with a brisk wait of ``brisk_ms`` (None: none). The one installed now, or None."""
     fetcher = private.kafka_fetcher(kafka_consumer)
     if fetcher is None:
         return None
-    wait = FetchWait(private.fetch_max_wait(fetcher))
+    wait = FetchWait(private.fetch_max_wait(fetcher), brisk_ms=brisk_ms)
     return wait if private.on_fetch_responses(fetcher, wait.observe) else None
 
 
 class KafkaConsumer(AIOKafkaConsumer):  # type: ignore[misc]
-    """aiokafka's consumer with a :class:`FetchWait`."""
+    """aiokafka's consumer with a :class:`FetchWait` (``fetch_wait`` once started), brisk at ``brisk_wait_ms``."""
+
+    def __init__(self, *topics: str, brisk_wait_ms: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*topics, **kwargs)
+        self.brisk_wait_ms = brisk_wait_ms
+        self.fetch_wait: FetchWait | None = None
 
     async def start(self) -> None:
         await super().start()
-        watch(self)
+        self.fetch_wait = watch(self, self.brisk_wait_ms)
 
 
-def kafka_consumer(settings: Settings, *topics: str, **kwargs: Any) -> KafkaConsumer:
+def kafka_consumer(settings: Settings, *topics: str, brisk: bool = False, **kwargs: Any) -> KafkaConsumer:
     """A consumer tuned for the broker round trip (``consumer_kwargs``), ``kwargs`` on top, with a fetch wait
-    that grows when the broker needs it to."""
-    return KafkaConsumer(*topics, **{**consumer_kwargs(settings), **kwargs})
+    that grows when the broker needs it to; ``brisk``: a consumer of the verdict path, at
+    ``DRIFT_FETCH_BRISK_WAIT_MS`` while records flow."""
+    brisk_ms = settings.fetch_brisk_wait_ms if brisk else None
+    return KafkaConsumer(*topics, brisk_wait_ms=brisk_ms, **{**consumer_kwargs(settings), **kwargs})

@@ -271,7 +271,7 @@ class HistoryFeed:
 
     async def run(self) -> None:
         """Read the topic from the last applied positions (the beginning at first), then follow it."""
-        reader = kafka_consumer(self.settings, enable_auto_commit=False)
+        reader = kafka_consumer(self.settings, enable_auto_commit=False, brisk=True)
         offsets = kafka_consumer(self.settings, enable_auto_commit=False)
         try:
             for client in (reader, offsets):

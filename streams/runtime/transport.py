@@ -41,6 +41,7 @@ def transport_class(settings: Settings) -> type[faust_aiokafka.Transport]:
         _probe: AIOKafkaConsumer | None = None
         fetch_wait: fetchwait.FetchWait | None = None  # the worker consumer's (its /health reads it)
         leader_leaves = settings.group_leader_leaves
+        brisk_wait_ms = settings.fetch_brisk_wait_ms
         heal_after_s = departed_after_s(settings)
         skipped: collections.deque[SkippedBatch]  # undecodable batches, reported by FastLanes (thread-safe)
 
@@ -99,7 +100,7 @@ def install_guards(thread: Any, consumer: Any) -> None:
     (streams.runtime.fetchwait; ``thread.fetch_wait``, which ``/health`` reads)."""
     if (fetcher := private.kafka_fetcher(consumer)) is not None:
         guard_fetcher(fetcher, thread.skipped)
-        if thread.fetch_wait is None and (wait := fetchwait.watch(consumer)) is not None:
+        if thread.fetch_wait is None and (wait := fetchwait.watch(consumer, thread.brisk_wait_ms)) is not None:
             thread.fetch_wait = wait  # once: this runs on every fetch
 
 

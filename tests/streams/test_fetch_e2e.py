@@ -114,3 +114,34 @@ async def _offsets(consumer: AIOKafkaConsumer, tp: TopicPartition, seconds: floa
         found = await consumer.getmany(tp, timeout_ms=200)
         offsets += [record.offset for record in found.get(tp, [])]
     return offsets
+
+
+async def test_a_verdict_path_consumer_fetches_briskly_while_records_flow_and_slows_down_at_rest(
+    scenario: Scenario,
+) -> None:
+    """A record costs a hop about half the fetch wait on the embedded broker (it sleeps through the wait): while
+    records flow a verdict-path consumer asks at its brisk wait, and a second after the last one at its usual
+    wait again, so an idle consumer polls no more often than before."""
+    settings = scenario.settings.with_(fetch_max_wait_ms=40, fetch_brisk_wait_ms=4)
+    tp = TopicPartition(settings.topic("brisk"), 0)
+    producer = AIOKafkaProducer(bootstrap_servers=settings.broker, linger_ms=0)
+    consumer = kafka_consumer(settings, enable_auto_commit=False, brisk=True)
+    try:
+        for client in (producer, consumer):
+            await client.start()
+        consumer.assign([tp])
+        await consumer.seek_to_end(tp)
+        await consumer.position(tp)
+        assert private.fetch_max_wait(private.kafka_fetcher(consumer)) == 40
+        await producer.send_and_wait(tp.topic, b"x", partition=0)
+        assert [r.value for r in (await consumer.getmany(tp, timeout_ms=5_000)).get(tp, [])] == [b"x"]
+
+        async def wait_is(ms: int) -> bool:
+            await consumer.getmany(tp, timeout_ms=50)
+            return private.fetch_max_wait(private.kafka_fetcher(consumer)) == ms
+
+        assert await eventually(lambda: wait_is(4), timeout_s=5.0, interval_s=0.0)
+        assert await eventually(lambda: wait_is(40), timeout_s=5.0, interval_s=0.0)  # a second after the last
+    finally:
+        for client in (producer, consumer):
+            await client.stop()

@@ -63,3 +63,47 @@ def test_how_long_a_partition_has_gone_unread_survives_the_raises_and_ends_with_
     assert wait.stuck(30.0, topic="messages") is None
     wait.observe([A], set())
     assert wait.stuck(30.0) is None
+
+
+def test_the_brisk_wait_holds_while_records_flow_and_lapses_a_second_after_the_last() -> None:
+    now = [0.0]
+    wait = FetchWait(10, brisk_ms=3, clock=lambda: now[0])
+    assert wait.observe([A], set()) is None  # idle: the wait the fetcher already has
+    assert wait.observe([A], set(), fed=True) == 3
+    now[0] = 0.9
+    assert wait.observe([A], set()) is None  # still within a second of the last records
+    now[0] = 1.0
+    assert wait.observe([A], set()) == 10
+    assert wait.observe([A], set(), fed=True) == 3
+
+
+def test_a_client_awaiting_a_reply_fetches_briskly_without_records() -> None:
+    awaited: list[str] = []
+    wait = FetchWait(10, brisk_ms=3, clock=lambda: 0.0)
+    wait.awaiting = lambda: bool(awaited)
+    assert wait.observe([A], set()) is None
+    awaited.append("draft-1")
+    assert wait.observe([A], set()) == 3
+    awaited.clear()
+    assert wait.observe([A], set()) == 10
+
+
+def test_a_streak_while_brisk_doubles_the_brisk_wait_up_to_the_other_then_both() -> None:
+    wait = FetchWait(10, brisk_ms=3, streak=1, clock=lambda: 0.0)
+    assert wait.observe([A], {A}, fed=True) == 6
+    assert wait.observe([A], {A}, fed=True) == 10  # capped by the idle wait
+    assert (wait.brisk_ms, wait.wait_ms) == (10, 10)
+    assert wait.observe([A], {A}, fed=True) == 20  # equal now: both grow
+    assert (wait.brisk_ms, wait.wait_ms) == (20, 20)
+
+
+def test_an_idle_streak_doubles_the_brisk_wait_with_the_other() -> None:
+    wait = FetchWait(10, brisk_ms=3, streak=1, clock=lambda: 0.0)
+    assert wait.observe([A], {A}) == 20
+    assert wait.brisk_ms == 6  # a broker slow to list is slow for both
+
+
+def test_without_a_brisk_wait_records_change_nothing() -> None:
+    wait = FetchWait(10, clock=lambda: 0.0)
+    assert wait.observe([A], set(), fed=True) is None
+    assert FetchWait(5, brisk_ms=8).brisk_ms == 5  # never above the other

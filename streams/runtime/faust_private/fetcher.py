@@ -42,11 +42,11 @@ def fetch_max_wait(fetcher: Any) -> int:
 _watched: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
-def on_fetch_responses(fetcher: Any, observe: Callable[[list[Any], set[Any]], int | None]) -> bool:
-    """After each fetch response the fetcher handles, ``observe(asked, unread)`` gets the partitions the request
-    asked for and those that came back without records though the broker reports records past the fetch
-    offset; a wait it returns becomes the fetcher's max wait (streams.runtime.fetchwait). Installed once: False
-    if an observer was already installed."""
+def on_fetch_responses(fetcher: Any, observe: Callable[[list[Any], set[Any], bool], int | None]) -> bool:
+    """After each fetch response the fetcher handles, ``observe(asked, unread, fed)`` gets the partitions the
+    request asked for, those that came back without records though the broker reports records past the fetch
+    offset, and whether any came back with records; a wait it returns becomes the fetcher's max wait
+    (streams.runtime.fetchwait). Installed once: False if an observer was already installed."""
     if fetcher in _watched:
         return False
     _watched.add(fetcher)
@@ -56,7 +56,8 @@ def on_fetch_responses(fetcher: Any, observe: Callable[[list[Any], set[Any]], in
         result = await handle(assignment, node_id, request)
         asked = [(TopicPartition(topic, p[0]), p[1]) for topic, partitions in request.topics for p in partitions]
         unread = {tp for tp, offset in asked if _unread(fetcher, assignment.state_value(tp), tp, offset)}
-        if (wait := observe([tp for tp, _ in asked], unread)) is not None:
+        fed = any(tp in fetcher._records for tp, _ in asked)
+        if (wait := observe([tp for tp, _ in asked], unread, fed)) is not None:
             fetcher._fetch_max_wait_ms = wait
         return result
 
