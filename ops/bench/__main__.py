@@ -65,7 +65,7 @@ TARGETS: dict[str, tuple[str, str, Callable[[dict[str, float]], bool] | None]] =
     ),
     "llm_gate_in_worker_vs_judge": ("time in the worker p50 ÷ one judge call", "—", None),
     "broker_hop_p50_ms": (
-        "one bare trip through the broker at 40 records/s (1 ms linger, the gate's fetch wait), p50; a draft makes two",
+        "a bare trip through the broker at 40 records/s (no linger, the brisk fetch wait), p50; a draft makes two",
         "—",
         None,
     ),

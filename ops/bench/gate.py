@@ -346,7 +346,7 @@ async def llm_part(stack: EmbeddedStack) -> dict[str, float]:
     server = _fake_messages_api(port)
     base_url = f"http://127.0.0.1:{port}"
     try:
-        wait_ms = Settings().fetch_max_wait_ms  # the worker's and the client's default
+        wait_ms = Settings().fetch_brisk_wait_ms  # the worker's and the client's while drafts flow
         results["broker_hop_p50_ms"] = await broker_hop_ms(stack.broker.bootstrap, fetch_max_wait_ms=wait_ms)
         results["judge_latency_ms"] = await judge_latency_ms(base_url)
         results.update(await llm_gate(stack, base_url, parallel=True))

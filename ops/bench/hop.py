@@ -1,9 +1,10 @@
 """One trip through the broker, measured bare: the floor under a gated draft's round trip.
 
-A draft crosses the broker twice (client → worker, worker → client); a record sent by a producer with the
-client's 1 ms linger and read by a consumer with the gate's fetch wait (``DRIFT_FETCH_MAX_WAIT_MS``), one every
-25 ms (the LLM benchmark's 40 drafts/s), shows what those trips cost on this broker with nothing else on the
-way. ``python -m ops.bench.gate llm`` reports it (``broker_hop_p50_ms``) beside the verdict's time in the worker.
+A draft crosses the broker twice (client → worker, worker → client); a record sent by a producer without
+linger (the client's and the worker's) and read by a consumer at the verdict path's fetch wait while records
+flow (``DRIFT_FETCH_BRISK_WAIT_MS``), one every 25 ms (the LLM benchmark's 40 drafts/s), shows what those trips
+cost on this broker with nothing else on the way. ``python -m ops.bench.gate llm`` reports it
+(``broker_hop_p50_ms``) beside the verdict's time in the worker.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ async def broker_hop_ms(broker: str, *, fetch_max_wait_ms: int, records: int = 4
     """Median ms from ``send`` to the consumer's iterator yielding the record, one record every 25 ms."""
     topic = f"hop-{uuid.uuid4().hex[:6]}"
     await create_topics_named(broker, [topic], partitions)
-    producer = AIOKafkaProducer(bootstrap_servers=broker, linger_ms=1)
+    producer = AIOKafkaProducer(bootstrap_servers=broker, linger_ms=0)
     consumer = AIOKafkaConsumer(bootstrap_servers=broker, fetch_max_wait_ms=fetch_max_wait_ms, enable_auto_commit=False)
     await producer.start()
     await consumer.start()
