@@ -15,9 +15,10 @@ import pytest
 from engine.errors import ConfigurationError, ReplyTimeout
 from streams.client import GateClient
 from streams.client.admin import publish_config
+from streams.runtime import faust_private as private
 from streams.store import Store
 from streams.wire.kafka import create_topics
-from tests.stack import REPO, Scenario, Stack
+from tests.stack import REPO, Scenario, Stack, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -147,11 +148,21 @@ async def test_check_times_out_when_no_worker_runs(shared: Scenario) -> None:
     await create_topics(lonely)
     async with GateClient(settings=lonely, timeout_s=0.5) as gate:
         started = asyncio.get_running_loop().time()
+        waiting = asyncio.ensure_future(gate.check(agent_id="nobody", text="anyone there?"))
+        # while a reply is awaited the client fetches at its brisk wait (streams.runtime.fetchwait)
+        assert await eventually(
+            lambda: _fetch_wait_is(gate, lonely.fetch_brisk_wait_ms), timeout_s=0.4, interval_s=0.01
+        )
         with pytest.raises(ReplyTimeout, match=r"no reply for verdict .* within 0.5s"):
-            await gate.check(agent_id="nobody", text="anyone there?")
+            await waiting
         assert asyncio.get_running_loop().time() - started < 3.0
         with pytest.raises(ReplyTimeout):
             await gate.check(agent_id="nobody", text="and now?", timeout_s=0.2)
+        assert await eventually(lambda: _fetch_wait_is(gate, lonely.fetch_max_wait_ms), timeout_s=2.0, interval_s=0.01)
+
+
+async def _fetch_wait_is(gate: GateClient, wait_ms: int) -> bool:
+    return bool(private.fetch_max_wait(private.kafka_fetcher(gate._consumer)) == wait_ms)
 
 
 async def test_client_refuses_a_prefix_without_topics(shared: Scenario) -> None:
