@@ -161,7 +161,7 @@ class KafkaConsumer(AIOKafkaConsumer):  # type: ignore[misc]
 
     async def start(self) -> None:
         await super().start()
-        self.fetch_wait = watch(self, self.brisk_wait_ms)
+        self.fetch_wait = watch(self, self.brisk_wait_ms) or self.fetch_wait  # a start retried keeps the first
 
 
 def kafka_consumer(settings: Settings, *topics: str, brisk: bool = False, **kwargs: Any) -> KafkaConsumer:
