@@ -109,12 +109,12 @@ class FetchWait:
         """Double the wait in effect (the brisk one up to the other; both once they are equal)."""
         if brisk and self.brisk_ms < self.wait_ms:
             before = self.brisk_ms
-            self.brisk_ms = min(self.wait_ms, max(1, self.brisk_ms) * 2)
+            self.brisk_ms = _doubled(self.brisk_ms, self.wait_ms)
             after, which = self.brisk_ms, "brisk fetch wait (records flowing)"
         elif self.wait_ms < self.max_wait_ms:
             before = self.wait_ms
-            self.wait_ms = min(self.max_wait_ms, max(1, self.wait_ms) * 2)
-            self.brisk_ms = min(self.wait_ms, max(1, self.brisk_ms) * 2)
+            self.wait_ms = _doubled(self.wait_ms, self.max_wait_ms)
+            self.brisk_ms = _doubled(self.brisk_ms, self.wait_ms)
             after, which = self.wait_ms, "fetch wait"
         else:
             return
@@ -139,6 +139,11 @@ class FetchWait:
             f"the broker answers every fetch of {names} without its records (for {lasted:.0f} s, fetch wait "
             f"{self.wait_ms} ms; docs/known-issues.md: a partition the embedded broker cannot list)"
         )
+
+
+def _doubled(wait_ms: int, bound_ms: int) -> int:
+    """Twice ``wait_ms`` (a 0 ms wait becomes 2 ms), at most ``bound_ms``."""
+    return min(bound_ms, max(1, wait_ms) * 2)
 
 
 def watch(kafka_consumer: Any, brisk_ms: int | None = None) -> FetchWait | None:
