@@ -36,6 +36,19 @@ INSERT INTO group_members (token, group_id, member_id) VALUES ($1, $2, $3)
 ON CONFLICT (token) DO UPDATE SET group_id = EXCLUDED.group_id, member_id = EXCLUDED.member_id"""
 _MEMBER_SQL = "UPDATE group_members SET member_id = $2 WHERE token = $1"
 _RELEASE_SQL = "DELETE FROM group_members WHERE token = $1"
+#: A worker's partition claims (migration 016, :mod:`streams.worker.claims`), and the partitions of ``$3`` another live
+#: worker of the group claims (live: its lock is held, tested as in :data:`_CANDIDATES_SQL`).
+_CLAIM_SQL = """
+INSERT INTO group_claims (token, group_id, partitions) VALUES ($1, $2, $3)
+ON CONFLICT (token) DO UPDATE SET group_id = EXCLUDED.group_id, partitions = EXCLUDED.partitions"""
+_CLAIMED_SQL = """
+SELECT DISTINCT p FROM group_claims, unnest(partitions) AS p
+WHERE group_id = $1 AND token <> $2 AND p = ANY($3::text[])
+AND NOT pg_try_advisory_xact_lock(hashtextextended(token, 0))"""
+_UNCLAIM_SQL = "DELETE FROM group_claims WHERE token = $1"
+_GONE_CLAIMS_SQL = """
+DELETE FROM group_claims
+WHERE group_id = $1 AND token <> $2 AND pg_try_advisory_xact_lock(hashtextextended(token, 0))"""
 
 #: The other rows of the group (no row lock: a live worker updates and deletes its own row meanwhile), each with
 #: whether its worker's lock is free, i.e. gone with its connection. The lock is taken for this transaction only, so
@@ -120,7 +133,16 @@ class PeerLock:
                 await self.connection.execute(_RELEASE_SQL, row["token"])
                 if member_id:
                     ended.append(member_id)
+            await self.connection.execute(_GONE_CLAIMS_SQL, self.group_id, self.token)
         return ended
+
+    async def claim(self, partitions: list[str]) -> None:
+        """Record the partitions this worker holds (replacing its earlier claim)."""
+        await self.connection.execute(_CLAIM_SQL, self.token, self.group_id, partitions)
+
+    async def unclaim(self) -> None:
+        """The worker has left its group: it holds nothing."""
+        await self.connection.execute(_UNCLAIM_SQL, self.token)
 
     async def announce(self, kind: str = CHANGED) -> None:
         """Tell the other workers of the group that it is changing."""
@@ -140,6 +162,20 @@ class PeerLock:
         """Close the connection (the lock goes with it; the row stays for the others to sweep)."""
         if not self.connection.is_closed():
             await self.connection.close(timeout=2.0)
+
+
+async def connect(url: str, timeout_s: float) -> asyncpg.Connection:
+    """A connection of its own (a worker not registered yet reads the claims on it)."""
+    return await asyncpg.connect(url, timeout=timeout_s)
+
+
+async def claimed_elsewhere(
+    connection: asyncpg.Connection, group_id: str, token: str, partitions: list[str]
+) -> set[str]:
+    """Which of ``partitions`` a live worker of ``group_id`` other than ``token``'s claims."""
+    async with connection.transaction():
+        rows = await connection.fetch(_CLAIMED_SQL, group_id, token, partitions)
+    return {str(row["p"]) for row in rows}
 
 
 async def announce_join(url: str, token: str, group_id: str, wait_s: float, *, timeout_s: float = 1.0) -> int:

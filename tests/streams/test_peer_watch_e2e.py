@@ -24,7 +24,7 @@ from aiokafka import AIOKafkaConsumer
 
 from streams.runtime import faust_private
 from streams.store import Store
-from streams.store.peers import CHANGED, JOINING, PeerLock, announce_join
+from streams.store.peers import CHANGED, JOINING, PeerLock, announce_join, claimed_elsewhere
 from streams.worker.peers import PeerWatch
 from tests.stack import Scenario, Stack, eventually
 
@@ -80,6 +80,30 @@ async def test_a_killed_peer_is_ended_once_and_a_live_one_never(stack: Stack, gr
     finally:
         for lock in (watcher, live):
             await lock.close()
+
+
+async def test_partition_claims_count_while_their_worker_holds_its_lock(stack: Stack, group: str) -> None:
+    """What a new owner waits for (streams.worker.claims): another live worker's claim, not its own, not a
+    released one, not a killed worker's; a sweep clears the killed worker's claims."""
+    owner, taker = [await _hold(stack, group, m) for m in ("m-owner", "m-taker")]
+    try:
+        await owner.claim(["drafts:0", "drafts:1"])
+        await taker.claim(["drafts:2"])
+        assert await claimed_elsewhere(taker.connection, group, taker.token, ["drafts:1", "drafts:2"]) == {"drafts:1"}
+        await owner.claim(["drafts:0"])  # drained: partition 1 released
+        assert await claimed_elsewhere(taker.connection, group, taker.token, ["drafts:1"]) == set()
+        owner.connection.terminate()  # killed while it claims partition 0
+
+        async def unclaimed() -> bool:
+            return await claimed_elsewhere(taker.connection, group, taker.token, ["drafts:0"]) == set()
+
+        assert await eventually(unclaimed, 10, interval_s=0.05)
+        await taker.sweep(0.0, Ends())
+        async with await Store.connect(stack.database.url) as store:
+            rows = await store.pool.fetch("SELECT token FROM group_claims WHERE group_id = $1", group)
+        assert [row["token"] for row in rows] == [taker.token]
+    finally:
+        await taker.close()
 
 
 async def test_two_workers_sweeping_at_once_end_a_dead_one_once(stack: Stack, group: str) -> None:
