@@ -187,9 +187,8 @@ class Settings(BaseSettings):
     expire this long after their last write (1 h by default); a later attempt is still judged, among the
     attempts still known."""
     restore_window_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 900.0
-    """A table restore reads only this much changelog tail and rebuilds the agents' recent messages from
-    PostgreSQL ([operations](operations.md#start-up-and-restarts)); must exceed the sinks' lag; `0`: whole
-    changelogs, Faust's own restore."""
+    """A restore reads only this much changelog tail, the recent messages from PostgreSQL; must exceed the sinks'
+    lag ([operations](operations.md#start-up-and-restarts)); `0`: whole changelogs, Faust's own restore."""
     restore_checkpoint_s: Seconds = 10.0
     """How often a worker records its changelogs' end offsets (the index a bounded restore starts from)."""
     group_session_timeout_s: Seconds = 4.0
@@ -202,17 +201,18 @@ class Settings(BaseSettings):
     """A worker's heartbeat to its consumer group; a member notices a rebalance at its next heartbeat."""
     group_rebalance_timeout_s: Seconds = 5.0
     """How long the group waits for every member to rejoin during a rebalance."""
+    group_eager: bool = False
+    """Revoke every partition before a rebalance's join, as aiokafka does; off: a worker goes on judging during
+    the join, its partitions claimed in PostgreSQL ([operations](operations.md#partitions-that-do-not-move))."""
     group_instance_id: str = ""
     """Static membership (Kafka's `group.instance.id`, one distinct value per worker): a worker restarted within
     the session timeout gets its partitions back without a rebalance, on Kafka ≥ 2.3; the embedded broker does
     not honour it ([operations](operations.md#rolling-deploys-and-scale-events)); empty: off."""
     group_leader_leaves: bool = False
-    """A stopping worker that leads its consumer group always sends LeaveGroup, so its partitions move at once. Off
-    by default for the embedded broker, which keeps a departed leader of a forming group as leader for good
+    """A stopping group leader always sends LeaveGroup. Off for the embedded broker, which keeps a departed leader
     ([known issues](known-issues.md#a-leader-that-leaves-a-forming-group-stays-its-leader-no-member-ever-syncs-again)):
-    there a leader of two or more workers leaves only while its group is formed and lets its session time out
-    during a rebalance, and the other workers end a departed leader the broker kept. Turn it on with Kafka
-    (compose does). The sinks', the monitor's and the shadow lane's groups follow it too."""
+    there a leader leaves only while its group is formed, and the others end a departed leader the broker kept.
+    On with Kafka (compose). The sinks', the monitor's and the shadow lane's groups follow it too."""
     ready_bound_s: Seconds = 30.0
     """A worker still starting, joining its consumer group, restoring its tables or resuming after this long logs
     one warning line with the reason, and `/health` names the phase with its duration (`"waiting_for":

@@ -116,6 +116,7 @@ class DriftApp(faust.App):
         #: True while this group's leader is stopping too (streams.worker.peers hears it): the consumer of a
         #: stopping follower then leaves after the leader (streams.runtime.transport.OrderlyClose).
         self.leader_stopping: Callable[[], bool] = _no_leader_stopping
+        self.partition_claims: faust_private.Claims | None = None  # streams.worker.claims (None: eager rebalances)
         self.stop_clock = StopClock()  # where a graceful stop goes (streams.runtime.stopping)
 
     def add_fast_lane(self, topic: str, lane: FastLane) -> None:

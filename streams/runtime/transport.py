@@ -115,9 +115,8 @@ class OrderlyClose:
     dead"), and the thread's own ``consumer.stop()`` returns at once because the consumer is marked closed: the
     worker never leaves the group and its process never exits (its web server and sinks go on). Both workers
     stopped at the same moment hit it: the first to leave starts a rebalance for the other, still stopping.
-    Doing nothing here is safe: the rebalance callback has returned (the app is stopping), and the thread's
-    stop (``on_thread_stop``) stops the consumer on its own loop, which leaves the group.
-    """
+    Doing nothing here is safe: the callback has returned (the app stops), and the thread's stop stops the
+    consumer on its own loop, which leaves the group."""
 
     leader_leaves = False  # settings.group_leader_leaves
     heal_after_s = 0.0  # departed_after_s(settings)
@@ -125,8 +124,11 @@ class OrderlyClose:
     async def on_start(self) -> None:
         """Once the Kafka consumer has started, it heals a group whose leader departed while it formed."""
         await super().on_start()  # type: ignore[misc]
+        app: Any = getattr(self, "app", None)
         if not self.leader_leaves and (consumer := private.kafka_consumer(self)) is not None:
             private.heal_departed_leader(consumer, self.heal_after_s, _departed_leader)
+        if (claims := getattr(app, "partition_claims", None)) is not None:  # it judges through joins (claims.py)
+            private.run_through_joins(private.kafka_consumer(self), claims, lambda: bool(app.should_stop))
 
     def close(self) -> None:
         log.info("a rebalance reached the stopping worker: its consumer leaves the group as it stops")
@@ -148,6 +150,8 @@ class OrderlyClose:
             )
         await super().on_thread_stop()  # type: ignore[misc]
         mark_stop(app, "group leave")
+        if (claims := getattr(app, "partition_claims", None)) is not None:
+            await claims.unclaim()  # it left: its partitions' next owners need not wait until its connection closes
 
 
 #: A stopping leader asks whether its group is formed this long after its consumer stopped: a follower stopped at

@@ -49,6 +49,7 @@ from streams.services.stats import GateStats, RetryCounts, TimedJudge
 from streams.services.steps import CustomInterventions, StepProcessor, StepService, load_custom
 from streams.wire.payloads import AgentConfigChange, Alert, decode
 from streams.wire.topics import Topics
+from streams.worker.claims import PartitionClaims
 from streams.worker.lanes import COUNT_FLUSH_S, GateLane, StateLane, bind_record
 from streams.worker.metrics import CONTENT_TYPE, exposition, metrics_registry
 from streams.worker.peers import PeerWatch
@@ -317,6 +318,8 @@ def _install_shadows(app: DriftApp, shadows: ShadowService, store: WorkerStore, 
 def _install_peer_watch(app: DriftApp, settings: Settings, ready: asyncio.Event, stats: GateStats) -> None:
     """A worker killed without a word hands its partitions over at once (streams.worker.peers)."""
     if (watch := PeerWatch(settings, app, ready)).enabled:
+        if not settings.group_eager:  # the gate's consumer goes on judging through a join (streams.worker.claims)
+            app.partition_claims = watch.claims = PartitionClaims(watch, app.loop)
         app.task(supervised(watch.run, "peer watch", pause_s=1.0))
         app.first_on_stop(watch.stopping)
         app.last_on_shutdown(watch.stopped)

@@ -88,10 +88,28 @@ class PeerWatch:
         self._busy = asyncio.Lock()  # one operation at a time on the connection: a sweep or the release
         self._away = False  # the database went away (said once) and the worker is not registered again yet
         self._leader_stops: tuple[float, int | None] | None = None  # when the leader said it stops, at which generation
+        self.claims: faust_private.Claims | None = None  # its partition claims (streams.worker.claims)
 
     @property
     def enabled(self) -> bool:
         return not self.settings.group_instance_id
+
+    @property
+    def busy(self) -> asyncio.Lock:
+        """Held for each operation on the connection (one at a time)."""
+        return self._busy
+
+    @property
+    def is_stopping(self) -> bool:
+        return self._stopping
+
+    def group_id(self) -> str | None:
+        return faust_private.group_of(self._consumer())
+
+    def assigned(self) -> frozenset[str]:
+        """The partitions the worker's consumer holds now, as claims name them."""
+        consumer = self._consumer()
+        return frozenset(faust_private.tp_name(tp) for tp in (consumer.assignment() if consumer is not None else ()))
 
     def _consumer(self) -> Any:
         return faust_private.kafka_consumer(self._thread())
@@ -124,6 +142,8 @@ class PeerWatch:
     async def _hold_and_sweep(self, joined: tuple[str, str]) -> None:
         self.lock = lock = await PeerLock.hold(self.settings.database(), self.token, *joined)
         await lock.listen(self._heard)
+        if self.claims is not None:  # what it holds now; from its next join on, each join's end claims
+            await self.claims.claim(self.assigned())
         if self._away:
             self._away = False
             log.warning("peer watch: the database is back, this worker is registered again")

@@ -5,7 +5,8 @@ the fast lanes (:mod:`streams.runtime.transport`) drive Faust's consumer bookkee
 batches (:mod:`streams.runtime.undecodable`) are skipped inside aiokafka's fetcher, and the gate's tables
 (:mod:`streams.runtime.tables`, :mod:`streams.worker.lanes`) write the in-memory store directly. Reads and
 writes of private attributes go through the functions of this package, one module per concern — Faust's
-consumer (:mod:`.consumer`), aiokafka's group coordinator (:mod:`.group`), its fetcher (:mod:`.fetcher`) and
+consumer (:mod:`.consumer`), aiokafka's group coordinator (:mod:`.group`, :mod:`.rejoin`), its fetcher
+(:mod:`.fetcher`) and
 Faust's tables (:mod:`.tables`) — each listing the names it reaches; methods overridden by subclasses
 elsewhere are listed here. ``tests/streams/test_faust_private.py`` checks every entry of
 :data:`PRIVATE_NAMES` against the installed libraries, so an upgrade that moves one fails there, not in
@@ -15,7 +16,7 @@ same reason. Callers import the package (``from streams.runtime import faust_pri
 
 from __future__ import annotations
 
-from streams.runtime.faust_private import consumer, fetcher, group, tables
+from streams.runtime.faust_private import consumer, fetcher, group, rejoin, tables
 from streams.runtime.faust_private.consumer import (
     acked_offsets,
     active_partitions,
@@ -59,6 +60,7 @@ from streams.runtime.faust_private.group import (
     rejoin_now,
     stop_rejoining,
 )
+from streams.runtime.faust_private.rejoin import Claims, run_through_joins, tp_name
 from streams.runtime.faust_private.tables import (
     close_table_registration,
     set_current_event,
@@ -89,7 +91,7 @@ OVERRIDDEN: tuple[tuple[str, str, str], ...] = (
 #: ``method`` (defined on the class or a base), ``attribute`` (assigned as ``self.<name>`` in the class or a
 #: base), ``local`` (a local variable of the function) or ``global`` (a module attribute).
 PRIVATE_NAMES: tuple[tuple[str, str, str], ...] = (
-    OVERRIDDEN + consumer.NAMES + group.NAMES + fetcher.NAMES + tables.NAMES
+    OVERRIDDEN + consumer.NAMES + group.NAMES + rejoin.NAMES + fetcher.NAMES + tables.NAMES
 )
 
 __all__ = [
@@ -97,6 +99,7 @@ __all__ = [
     "PRIVATE_NAMES",
     "UNPACK_BATCH_LOCAL",
     "UNPACK_FUNCTION",
+    "Claims",
     "acked_offsets",
     "active_partitions",
     "add_gap",
@@ -128,6 +131,7 @@ __all__ = [
     "release",
     "replace_fetch_results",
     "replace_records_iterator",
+    "run_through_joins",
     "seek_to_committed",
     "set_current_event",
     "set_fetch_max_wait",
@@ -136,5 +140,6 @@ __all__ = [
     "stop_rejoining",
     "table_recovery",
     "table_store_url",
+    "tp_name",
     "update_table_channels",
 ]

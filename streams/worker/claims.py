@@ -1,0 +1,146 @@
+"""A worker's partition claims: what lets it go on judging through a rebalance's join without a partition ever
+being read by two workers at once (:mod:`streams.runtime.faust_private.rejoin`).
+
+The claims live in PostgreSQL (``group_claims``, migration 016), written on the peer watch's own connection while
+it holds the worker's lock (:mod:`streams.worker.peers`): a claim counts only as long as its worker's connection,
+so a killed worker's partitions wait for nothing. The coordinator calls this class on the consumer's thread; the
+connection lives on the worker's event loop, so each call crosses over to it.
+
+Without its lock (the database away, or the worker not registered yet) a worker claims nothing and revokes its
+partitions before each join, as aiokafka does; a new owner that cannot read the claims waits
+:data:`UNREADABLE_WAIT_S` and goes on, with a warning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from streams.store.peers import PeerLock, claimed_elsewhere, connect
+
+if TYPE_CHECKING:
+    from streams.worker.peers import PeerWatch
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: How often a new owner asks whether the partitions it gets are still claimed.
+POLL_S = 0.02
+#: How long a new owner waits for claims that are not released (the old owner is stuck, or cut off from the
+#: database while it lives) before it goes on, with a warning.
+CLAIMED_WAIT_S = 30.0
+#: How long a new owner that cannot read the claims (the database away) waits before it goes on.
+UNREADABLE_WAIT_S = 5.0
+#: How long one claim may take before the worker counts it as not written.
+CLAIM_BOUND_S = 2.0
+
+
+class PartitionClaims:
+    """The worker's claims, on its peer watch's connection (:class:`streams.runtime.faust_private.rejoin.Claims`)."""
+
+    def __init__(self, watch: PeerWatch, loop: asyncio.AbstractEventLoop) -> None:
+        self.watch = watch
+        self.loop = loop  # the worker's event loop, where the connection lives
+        self.waited_s = 0.0  # how long new owners waited for releases, in all (tests, logs)
+        self._written: tuple[frozenset[str], PeerLock] | None = None
+
+    def holds(self, partitions: frozenset[str]) -> bool:
+        lock = self.watch.lock
+        return (
+            self._written is not None
+            and self._written == (partitions, lock)
+            and lock is not None
+            and not lock.connection.is_closed()
+        )
+
+    async def claim(self, partitions: frozenset[str]) -> bool:
+        try:
+            return await self._on_worker_loop(self._claim(partitions))
+        except Exception as exc:
+            log.debug("partition claims: not written (%s: %s)", type(exc).__name__, exc)
+            self._written = None
+            return False
+
+    async def _claim(self, partitions: frozenset[str]) -> bool:
+        lock = self.watch.lock
+        if lock is None or lock.connection.is_closed():
+            self._written = None
+            return False
+        async with asyncio.timeout(CLAIM_BOUND_S):
+            async with self.watch.busy:
+                await lock.claim(sorted(partitions))
+        self._written = (partitions, lock)
+        return True
+
+    async def released(self, partitions: frozenset[str]) -> None:
+        if not partitions:
+            return
+        started = time.monotonic()
+        await self._on_worker_loop(self._released(sorted(partitions)))
+        self.waited_s += time.monotonic() - started
+
+    async def _released(self, partitions: list[str]) -> None:
+        if (group := self.watch.group_id()) is None:
+            return
+        started, own = time.monotonic(), None  # own: a connection of its own while the worker is not registered
+        try:
+            while True:
+                try:
+                    if (lock := self.watch.lock) is None or lock.connection.is_closed():
+                        own = own or await connect(self.watch.settings.database(), CLAIM_BOUND_S)
+                    claimed = await self._claimed(own, group, partitions)
+                except Exception as exc:
+                    if time.monotonic() - started >= UNREADABLE_WAIT_S:
+                        log.warning("partition claims unreadable (%s: %s): taking %d partition(s) without waiting "
+                                    "for their release", type(exc).__name__, exc, len(partitions))  # fmt: skip
+                        return
+                    claimed = None
+                if claimed is not None and not claimed:
+                    return
+                if time.monotonic() - started >= CLAIMED_WAIT_S:
+                    log.warning("partitions %s still claimed by another worker after %.0f s: taking them anyway",
+                                sorted(claimed or ()), CLAIMED_WAIT_S)  # fmt: skip
+                    return
+                await asyncio.sleep(POLL_S)
+        finally:
+            if own is not None:
+                own.terminate()
+
+    async def _claimed(self, own: Any, group: str, partitions: list[str]) -> set[str]:
+        async with asyncio.timeout(CLAIM_BOUND_S):
+            if own is not None:
+                return await claimed_elsewhere(own, group, self.watch.token, partitions)
+            lock = self.watch.lock
+            assert lock is not None
+            async with self.watch.busy:
+                return await claimed_elsewhere(lock.connection, group, self.watch.token, partitions)
+
+    async def unclaim(self) -> None:
+        try:
+            await self._on_worker_loop(self._unclaim())
+        except Exception as exc:  # the claim counts until the worker's connection closes, a moment later
+            log.debug("partition claims: not withdrawn (%s: %s)", type(exc).__name__, exc)
+
+    async def _unclaim(self) -> None:
+        self._written = None
+        if (lock := self.watch.lock) is not None and not lock.connection.is_closed():
+            async with asyncio.timeout(CLAIM_BOUND_S):
+                async with self.watch.busy:
+                    await lock.unclaim()
+
+    def rejoining(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.watch.rebalancing(), self.loop)
+
+    async def _on_worker_loop(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run ``work`` on the worker's event loop from whichever loop calls (the consumer thread's)."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            return await work
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self.loop))
