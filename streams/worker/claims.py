@@ -35,8 +35,9 @@ POLL_S = 0.02
 CLAIMED_WAIT_S = 30.0
 #: How long a new owner that cannot read the claims (the database away) waits before it goes on.
 UNREADABLE_WAIT_S = 5.0
-#: How long one claim may take before the worker counts it as not written.
+#: How long one claim may take before the worker counts it as not written, and how often it tries.
 CLAIM_BOUND_S = 2.0
+CLAIM_TRIES = 3
 
 
 class PartitionClaims:
@@ -58,12 +59,15 @@ class PartitionClaims:
         )
 
     async def claim(self, partitions: frozenset[str]) -> bool:
-        try:
-            return await self._on_worker_loop(self._claim(partitions))
-        except Exception as exc:
-            log.debug("partition claims: not written (%s: %s)", type(exc).__name__, exc)
-            self._written = None
-            return False
+        """Tried :data:`CLAIM_TRIES` times: a claim not written leaves a partition this worker released claimed
+        (its next owner waits until this worker's connection closes, or :data:`CLAIMED_WAIT_S`)."""
+        for _ in range(CLAIM_TRIES):
+            try:
+                return await self._on_worker_loop(self._claim(partitions))
+            except Exception as exc:
+                log.debug("partition claims: not written (%s: %s)", type(exc).__name__, exc)
+                self._written = None
+        return False
 
     async def _claim(self, partitions: frozenset[str]) -> bool:
         lock = self.watch.lock

@@ -25,6 +25,7 @@ from aiokafka import AIOKafkaConsumer
 from streams.runtime import faust_private
 from streams.store import Store
 from streams.store.peers import CHANGED, JOINING, PeerLock, announce_join, claimed_elsewhere
+from streams.worker.claims import PartitionClaims
 from streams.worker.peers import PeerWatch
 from tests.stack import Scenario, Stack, eventually
 
@@ -104,6 +105,38 @@ async def test_partition_claims_count_while_their_worker_holds_its_lock(stack: S
         assert [row["token"] for row in rows] == [taker.token]
     finally:
         await taker.close()
+
+
+async def test_a_new_owner_on_the_consumer_thread_waits_for_the_old_owners_release(stack: Stack, group: str) -> None:
+    """streams.worker.claims from another thread's event loop, as the coordinator calls it: the claim is written on
+    the worker's connection, and the wait for a partition another live worker claims ends at its release."""
+    owner, taker = [await _hold(stack, group, m) for m in ("m-owner", "m-taker")]
+    watch = SimpleNamespace(lock=taker, busy=asyncio.Lock(), token=taker.token, group_id=lambda: group,
+                            settings=SimpleNamespace(database=lambda: stack.database.url))  # fmt: skip
+    claims = PartitionClaims(watch, asyncio.get_running_loop())  # type: ignore[arg-type]
+    gets = frozenset({"drafts:1", "drafts:2"})
+
+    def consumer_thread() -> float:
+        async def join_end() -> float:
+            assert await claims.claim(gets)
+            started = time.monotonic()
+            await claims.released(gets)
+            return time.monotonic() - started
+
+        return asyncio.run(join_end())
+
+    try:
+        await owner.claim(["drafts:0", "drafts:1"])
+        waiting = asyncio.ensure_future(asyncio.to_thread(consumer_thread))
+        await asyncio.sleep(0.5)  # the old owner drains partition 1 meanwhile
+        assert not waiting.done()
+        await owner.claim(["drafts:0"])
+        assert 0.4 < await asyncio.wait_for(waiting, 10) < 5
+        assert claims.holds(gets)
+        assert await claimed_elsewhere(owner.connection, group, owner.token, ["drafts:1", "drafts:2"]) == set(gets)
+    finally:
+        for lock in (owner, taker):
+            await lock.close()
 
 
 async def test_two_workers_sweeping_at_once_end_a_dead_one_once(stack: Stack, group: str) -> None:
