@@ -14,7 +14,9 @@ partitions before each join, as aiokafka does; a new owner that cannot read the 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import threading
 import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -48,6 +50,10 @@ class PartitionClaims:
         self.loop = loop  # the worker's event loop, where the connection lives
         self.waited_s = 0.0  # how long new owners waited for releases, in all (tests, logs)
         self._written: tuple[frozenset[str], PeerLock] | None = None
+        self._order = itertools.count(1)  # claims are numbered when asked for, on whichever thread
+        self._asking = threading.Lock()
+        self._asked: frozenset[str] | None = None  # the newest claim asked for
+        self._newest = 0  # the number of the newest claim written: an older one arriving later is dropped
 
     def holds(self, partitions: frozenset[str]) -> bool:
         lock = self.watch.lock
@@ -61,22 +67,37 @@ class PartitionClaims:
     async def claim(self, partitions: frozenset[str]) -> bool:
         """Tried :data:`CLAIM_TRIES` times: a claim not written leaves a partition this worker released claimed
         (its next owner waits until this worker's connection closes, or :data:`CLAIMED_WAIT_S`)."""
+        with self._asking:  # numbered and remembered together: the watch reads the newest from another thread
+            number, self._asked = next(self._order), partitions
+        return await self._write(partitions, number)
+
+    async def claim_again(self) -> bool:
+        """Write the newest claim asked for again (the worker has just registered, or registered again after the
+        database came back): a join's claim asked for meanwhile is newer and wins. False: none asked for yet."""
+        with self._asking:
+            number, partitions = next(self._order), self._asked
+        return partitions is not None and await self._write(partitions, number)
+
+    async def _write(self, partitions: frozenset[str], number: int) -> bool:
         for _ in range(CLAIM_TRIES):
             try:
-                return await self._on_worker_loop(self._claim(partitions))
+                return await self._on_worker_loop(self._claim(partitions, number))
             except Exception as exc:
                 log.debug("partition claims: not written (%s: %s)", type(exc).__name__, exc)
                 self._written = None
         return False
 
-    async def _claim(self, partitions: frozenset[str]) -> bool:
+    async def _claim(self, partitions: frozenset[str], number: int) -> bool:
         lock = self.watch.lock
         if lock is None or lock.connection.is_closed():
             self._written = None
             return False
         async with asyncio.timeout(CLAIM_BOUND_S):
             async with self.watch.busy:
+                if number < self._newest:  # a later claim is written already (the watch's, read before a join's)
+                    return False
                 await lock.claim(sorted(partitions))
+                self._newest = number
         self._written = (partitions, lock)
         return True
 
@@ -137,7 +158,11 @@ class PartitionClaims:
                     await lock.unclaim()
 
     def rejoining(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.watch.rebalancing(), self.loop)
+        news = self.watch.rebalancing()
+        try:
+            asyncio.run_coroutine_threadsafe(news, self.loop)
+        except RuntimeError:  # the worker's loop is closed: nobody to tell
+            news.close()
 
     async def _on_worker_loop(self, work: Coroutine[Any, Any, T]) -> T:
         """Run ``work`` on the worker's event loop from whichever loop calls (the consumer thread's)."""

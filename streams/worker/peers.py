@@ -37,7 +37,7 @@ import logging
 import time
 import uuid
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, Protocol
 
 from engine.settings import Settings
 from streams.runtime import faust_private
@@ -68,6 +68,10 @@ JOIN_WAIT_S = 1.0
 LEADER_STOP_NEWS_S = 10.0
 
 
+class Reclaims(Protocol):
+    async def claim_again(self) -> bool: ...
+
+
 class PeerWatch:
     """The registration of one worker and its look for departed peers (:meth:`run`, a supervised worker task;
     :meth:`stopping`, the first step of an orderly stop)."""
@@ -88,7 +92,7 @@ class PeerWatch:
         self._busy = asyncio.Lock()  # one operation at a time on the connection: a sweep or the release
         self._away = False  # the database went away (said once) and the worker is not registered again yet
         self._leader_stops: tuple[float, int | None] | None = None  # when the leader said it stops, at which generation
-        self.claims: faust_private.Claims | None = None  # its partition claims (streams.worker.claims)
+        self.claims: Reclaims | None = None  # its partition claims (streams.worker.claims)
 
     @property
     def enabled(self) -> bool:
@@ -105,11 +109,6 @@ class PeerWatch:
 
     def group_id(self) -> str | None:
         return faust_private.group_of(self._consumer())
-
-    def assigned(self) -> frozenset[str]:
-        """The partitions the worker's consumer holds now, as claims name them."""
-        consumer = self._consumer()
-        return frozenset(faust_private.tp_name(tp) for tp in (consumer.assignment() if consumer is not None else ()))
 
     def _consumer(self) -> Any:
         return faust_private.kafka_consumer(self._thread())
@@ -142,8 +141,8 @@ class PeerWatch:
     async def _hold_and_sweep(self, joined: tuple[str, str]) -> None:
         self.lock = lock = await PeerLock.hold(self.settings.database(), self.token, *joined)
         await lock.listen(self._heard)
-        if self.claims is not None:  # what it holds now; from its next join on, each join's end claims
-            await self.claims.claim(self.assigned())
+        if self.claims is not None:  # what its latest join's end asked to claim, written now that it may
+            await self.claims.claim_again()
         if self._away:
             self._away = False
             log.warning("peer watch: the database is back, this worker is registered again")

@@ -139,6 +139,28 @@ async def test_a_new_owner_on_the_consumer_thread_waits_for_the_old_owners_relea
             await lock.close()
 
 
+async def test_a_claim_asked_for_before_the_worker_registered_is_written_once_it_has(stack: Stack, group: str) -> None:
+    """A worker's first join ends before it holds its lock: its claim is written when it registers, unless a later
+    join's claim was written first (the registration's is then older, and dropped)."""
+    lock = await _hold(stack, group, "m-new")
+    other = await _hold(stack, group, "m-other")
+    watch = SimpleNamespace(lock=None, busy=asyncio.Lock(), token=lock.token, group_id=lambda: group)
+    claims = PartitionClaims(watch, asyncio.get_running_loop())  # type: ignore[arg-type]
+    try:
+        assert not await claims.claim(frozenset({"drafts:0"}))  # not registered yet: nothing written
+        assert await claimed_elsewhere(other.connection, group, other.token, ["drafts:0"]) == set()
+        watch.lock = lock
+        assert await claims.claim_again()
+        assert claims.holds(frozenset({"drafts:0"}))
+        assert await claimed_elsewhere(other.connection, group, other.token, ["drafts:0"]) == {"drafts:0"}
+        assert await claims.claim(frozenset({"drafts:1"}))  # the next join's claim
+        assert not await claims._write(frozenset({"drafts:0"}), 1)  # an older one that lands after it: dropped
+        assert await claimed_elsewhere(other.connection, group, other.token, ["drafts:0", "drafts:1"]) == {"drafts:1"}
+    finally:
+        for held in (lock, other):
+            await held.close()
+
+
 async def test_two_workers_sweeping_at_once_end_a_dead_one_once(stack: Stack, group: str) -> None:
     first, second, dead = [await _hold(stack, group, m) for m in ("m-first", "m-second", "m-dead")]
     try:

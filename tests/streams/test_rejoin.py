@@ -133,7 +133,8 @@ def test_unclaimed_stopping_or_first_joins_revoke_before_the_join_as_aiokafka_do
         asyncio.run(rebalance())
         expected_revoke = ("revoke", None if previous is None else _names(*(tp.partition for tp in previous.tps)))
         assert log[0] == expected_revoke  # before the join
-        assert [entry[0] for entry in log[1:]] == ["claim", "wait", "assigned"]  # and not again at its end
+        at_the_end = ["assigned"] if stopping else ["claim", "wait", "assigned"]
+        assert [entry[0] for entry in log[1:]] == at_the_end  # and no revocation again at its end
 
 
 def test_a_claim_that_cannot_be_written_makes_the_next_join_eager() -> None:
@@ -151,6 +152,25 @@ def test_a_claim_that_cannot_be_written_makes_the_next_join_eager() -> None:
 
     asyncio.run(two_rebalances())
     assert log == [("revoke", _names(0, 1))]
+
+
+def test_a_join_that_ends_while_the_worker_stops_releases_nothing() -> None:
+    """Faust's handlers do nothing once the worker stops (its stop drains): the partitions it held stay claimed
+    until it has left its group."""
+    log: list[Any] = []
+    consumer, claims = _consumer(log), Claims(log, _names(0, 1))
+    stopping = [False]
+    faust_private.run_through_joins(consumer, claims, lambda: stopping[0])
+    coordinator = consumer._coordinator
+
+    async def rebalance() -> None:
+        await coordinator._on_join_prepare(Assignment(0, 1))  # deferred
+        stopping[0] = True  # SIGTERM during the join
+        await coordinator._on_join_complete(5, "m", "faust", _bytes(0))
+
+    asyncio.run(rebalance())
+    assert log == [("news", None), ("assigned", 5)]
+    assert claims.held == _names(0, 1)
 
 
 def test_no_group_coordinator_nothing_installed() -> None:

@@ -76,35 +76,50 @@ def run_through_joins(kafka_consumer: Any, claims: Claims, stopping: Callable[[]
     coordinator = getattr(kafka_consumer, "_coordinator", None)
     if coordinator is None or not hasattr(coordinator, "_on_join_prepare"):
         return False
-    prepare, complete = coordinator._on_join_prepare, coordinator._on_join_complete
-    deferred: list[Any] = []  # the assignment whose revocation waits for the join's end
+    joins = _ThroughJoins(coordinator, claims, stopping)
+    coordinator._on_join_prepare = joins.on_join_prepare
+    coordinator._on_join_complete = joins.on_join_complete
+    return True
 
-    async def on_join_prepare(previous: Any) -> None:
+
+class _ThroughJoins:
+    """The coordinator's prepare and completion of a join, with the revocation deferred (module docstring)."""
+
+    def __init__(self, coordinator: Any, claims: Claims, stopping: Callable[[], bool]) -> None:
+        self.coordinator = coordinator
+        self.claims = claims
+        self.stopping = stopping
+        self.prepare, self.complete = coordinator._on_join_prepare, coordinator._on_join_complete
+        self.deferred: Any = None  # the assignment whose revocation waits for the join's end
+
+    async def on_join_prepare(self, previous: Any) -> None:
         held = frozenset(tp_name(tp) for tp in previous.tps) if previous is not None else frozenset()
-        if previous is None or not held or stopping() or not claims.holds(held):
-            await prepare(previous)
+        if not held or self.stopping() or not self.claims.holds(held):
+            await self.prepare(previous)
             return
-        deferred[:] = [previous]
-        coordinator._group_subscription = None  # as aiokafka's prepare does (it names the leader: group.py)
-        claims.rejoining()
+        self.deferred = previous
+        self.coordinator._group_subscription = None  # as aiokafka's prepare does (it names the leader: group.py)
+        self.claims.rejoining()
         log.debug("rejoining with %d partition(s) still judged until the join ends", len(held))
 
-    async def on_join_complete(generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
-        gets = frozenset(tp_name(tp) for tp in ConsumerProtocol.ASSIGNMENT.decode(assignment).partitions())
-        held = frozenset(tp_name(tp) for tp in deferred[0].tps) if deferred else frozenset()
-        coordinator._start_heartbeat_task()  # the revocation and the wait below can outlast a session
-        if deferred:
-            previous = deferred.pop()
-            await claims.claim(held | gets)  # whatever happens next, no one reads a partition this member drains
-            leader = coordinator._group_subscription
-            await prepare(previous)  # the eager revocation, now: Faust pauses, drains and flushes
-            coordinator._group_subscription = leader
-        if not await claims.claim(gets):  # releases what this member lost
-            log.info("partitions not claimed (the worker is not registered yet, or the database is away): it "
-                     "revokes them before its next join")  # fmt: skip
-        await claims.released(gets - held)
-        await complete(generation, member_id, protocol, assignment)
+    async def on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
+        previous, self.deferred = self.deferred, None
+        if not self.stopping():  # else Faust's handlers do nothing: the stop drains, its claims go once it left
+            gets = frozenset(tp_name(tp) for tp in ConsumerProtocol.ASSIGNMENT.decode(assignment).partitions())
+            held = frozenset(tp_name(tp) for tp in previous.tps) if previous is not None else frozenset()
+            self.coordinator._start_heartbeat_task()  # the revocation and the wait below can outlast a session
+            if previous is not None:
+                await self._revoke(previous, held | gets)
+            if not await self.claims.claim(gets):  # releases what this member lost
+                log.info("partitions not claimed (the worker is not registered yet, or the database is away): "
+                         "it revokes them before its next join")  # fmt: skip
+            await self.claims.released(gets - held)
+        await self.complete(generation, member_id, protocol, assignment)
 
-    coordinator._on_join_prepare = on_join_prepare
-    coordinator._on_join_complete = on_join_complete
-    return True
+    async def _revoke(self, previous: Any, held_and_gets: frozenset[str]) -> None:
+        """aiokafka's eager revocation, at the join's end (Faust pauses, drains and flushes), under a claim of
+        what the member held and gets: no one reads a partition this member drains."""
+        await self.claims.claim(held_and_gets)
+        leader = self.coordinator._group_subscription
+        await self.prepare(previous)
+        self.coordinator._group_subscription = leader
