@@ -5,8 +5,10 @@ move").
 aiokafka knows only the eager protocol: before its JoinGroup, a member revokes every partition it holds (Faust
 pauses them all and waits for the events in flight), and it resumes them once the new assignment is installed,
 after the broker's join phase (2 s on the embedded broker at the default session). Here the revocation moves to
-the moment the assignment arrives, so a member goes on judging and committing its partitions during the join;
-the broker allows that (commits of the current generation are accepted while a join forms).
+the moment the assignment arrives, so a member goes on judging its partitions during the join. The broker allows
+that: it accepts commits of the current generation while a join forms (a commit sent during the join is answered
+after it, behind the JoinGroup on the coordinator's connection; one refused as the old generation's leaves its
+offsets acked, and the next commit takes them).
 
 What keeps it safe is that a partition a member loses may already be another member's when the first learns it
 lost it: the new owner must not read it before the old one has drained it (its verdict records on the broker, its
@@ -37,7 +39,6 @@ NAMES: tuple[tuple[str, str, str], ...] = (
     ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_on_join_prepare", "method"),
     ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_on_join_complete", "method"),
     ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_start_heartbeat_task", "method"),
-    ("aiokafka.consumer.group_coordinator:GroupCoordinator", "_subscription", "attribute"),
 )
 
 
