@@ -5,8 +5,7 @@ bounded when it was built), in dependency order — output producer and dead let
 the history view, the store and the configuration cache, the judge budget, the services (gate, steps,
 evaluations), the lanes — each object built once, complete, from what was built before it; a service gets
 its ports (see :mod:`streams.services.context`), never the worker. Delivery is at-least-once (the embedded
-broker has no transactions): drafts are acked only after their records are sent, and every sink is idempotent.
-"""
+broker has no transactions): drafts are acked only after their records are sent, and every sink is idempotent."""
 
 from __future__ import annotations
 
@@ -319,7 +318,8 @@ def _install_peer_watch(app: DriftApp, settings: Settings, ready: asyncio.Event,
     """A worker killed without a word hands its partitions over at once (streams.worker.peers)."""
     if (watch := PeerWatch(settings, app, ready)).enabled:
         if not settings.group_eager:  # the gate's consumer goes on judging through a join (streams.worker.claims)
-            app.partition_claims = watch.claims = PartitionClaims(watch, app.loop)
+            app.partition_claims = watch.claims = claims = PartitionClaims(watch, app.loop)
+            stats.probes["claim_wait_seconds"] = lambda: claims.waited_s
         app.task(supervised(watch.run, "peer watch", pause_s=1.0))
         app.first_on_stop(watch.stopping)
         app.last_on_shutdown(watch.stopped)

@@ -48,7 +48,7 @@ class PartitionClaims:
     def __init__(self, watch: PeerWatch, loop: asyncio.AbstractEventLoop) -> None:
         self.watch = watch
         self.loop = loop  # the worker's event loop, where the connection lives
-        self.waited_s = 0.0  # how long new owners waited for releases, in all (tests, logs)
+        self.waited_s = 0.0  # how long partitions new to this worker waited for releases, in all (/metrics)
         self._written: tuple[frozenset[str], PeerLock] | None = None
         self._order = itertools.count(1)  # claims are numbered when asked for, on whichever thread
         self._asking = threading.Lock()
@@ -115,9 +115,13 @@ class PartitionClaims:
         try:
             while True:
                 try:
-                    if (lock := self.watch.lock) is None or lock.connection.is_closed():
+                    lock = self.watch.lock
+                    if lock is None or lock.connection.is_closed():
                         own = own or await connect(self.watch.settings.database(), CLAIM_BOUND_S)
-                    claimed = await self._claimed(own, group, partitions)
+                    if own is None and lock is not None:
+                        claimed = await self._claimed(lock.connection, True, group, partitions)
+                    else:
+                        claimed = await self._claimed(own, False, group, partitions)
                 except Exception as exc:
                     if time.monotonic() - started >= UNREADABLE_WAIT_S:
                         log.warning("partition claims unreadable (%s: %s): taking %d partition(s) without waiting "
@@ -135,14 +139,13 @@ class PartitionClaims:
             if own is not None:
                 own.terminate()
 
-    async def _claimed(self, own: Any, group: str, partitions: list[str]) -> set[str]:
+    async def _claimed(self, connection: Any, shared: bool, group: str, partitions: list[str]) -> set[str]:
+        """``shared``: the peer watch's connection, one operation at a time."""
         async with asyncio.timeout(CLAIM_BOUND_S):
-            if own is not None:
-                return await claimed_elsewhere(own, group, self.watch.token, partitions)
-            lock = self.watch.lock
-            assert lock is not None
+            if not shared:
+                return await claimed_elsewhere(connection, group, self.watch.token, partitions)
             async with self.watch.busy:
-                return await claimed_elsewhere(lock.connection, group, self.watch.token, partitions)
+                return await claimed_elsewhere(connection, group, self.watch.token, partitions)
 
     async def unclaim(self) -> None:
         try:
@@ -166,10 +169,6 @@ class PartitionClaims:
 
     async def _on_worker_loop(self, work: Coroutine[Any, Any, T]) -> T:
         """Run ``work`` on the worker's event loop from whichever loop calls (the consumer thread's)."""
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self.loop:
+        if asyncio.get_running_loop() is self.loop:
             return await work
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self.loop))

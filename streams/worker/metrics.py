@@ -84,6 +84,8 @@ class GateStatsCollector(Collector):
                        state.get("group_members_ended"))  # fmt: skip
         yield _counter("group_rejoins_on_news", "Rebalances this worker joined on a peer's news, not its heartbeat.",
                        state.get("group_rejoins_on_news"))  # fmt: skip
+        yield _counter("claim_wait_seconds", "Seconds partitions new to this worker waited for their old owner's "
+                       "release (judging through joins).", state.get("claim_wait_seconds"))  # fmt: skip
 
 
 class AlertCollector(Collector):

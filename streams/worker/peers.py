@@ -103,10 +103,6 @@ class PeerWatch:
         """Held for each operation on the connection (one at a time)."""
         return self._busy
 
-    @property
-    def is_stopping(self) -> bool:
-        return self._stopping
-
     def group_id(self) -> str | None:
         return faust_private.group_of(self._consumer())
 

@@ -143,6 +143,8 @@ def test_rejoins_on_news_are_a_counter_on_the_metrics() -> None:
     stats = GateStats()
     stats.probes["group_rejoins_on_news"] = lambda: 3
     assert "drift_group_rejoins_on_news_total 3.0" in render_prometheus(stats)
+    stats.probes["claim_wait_seconds"] = lambda: 0.25  # the claims' (streams.worker.claims)
+    assert "drift_claim_wait_seconds_total 0.25" in render_prometheus(stats)
 
 
 async def test_a_peers_join_rejoins_a_member_between_rebalances_only() -> None:
