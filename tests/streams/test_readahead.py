@@ -61,6 +61,30 @@ async def test_recovery_waits_for_a_read_ahead_that_outlasts_the_callback_and_st
     assert offsets[tp] == 9 and store["k9"] == [9]  # it starts after the read-ahead: nothing left to read
 
 
+async def test_a_highwater_the_broker_lists_below_what_a_table_applied_is_raised_to_it(tmp_path: Path) -> None:
+    """The embedded broker's listing lags its newest batches: a kept partition's own writes, acknowledged, must not
+    read as lost data (Faust's consistency check crashed the worker)."""
+    app = faust_app(Settings(data_dir=tmp_path, database_url=""), partitions=3, closing=NothingToClose(),
+                    skipped=no_skipped_batches)  # fmt: skip
+    table = app.Table("b", default=list)
+    recovery: Any = app.tables.recovery  # type: ignore[attr-defined]
+    store: Any = table.data
+    ahead, behind = TP(store.topic, 0), TP(store.topic, 1)
+    for tp in (ahead, behind):
+        recovery.tp_to_table[tp] = table
+    store.set_persisted_offset(ahead, 6048)  # acknowledged writes of this worker
+    store.set_persisted_offset(behind, 10)
+
+    async def highwaters(*tps: Any) -> dict[Any, int]:
+        return {ahead: 6046, behind: 21}  # end offsets: the last listed record is 6045 and 20
+
+    consumer = SimpleNamespace(highwaters=highwaters)
+    found: Counter[Any] = Counter()
+    await recovery._build_highwaters(consumer, {ahead, behind}, found, "active")
+    assert found[ahead] == 6048  # raised to what was applied
+    assert found[behind] == 20  # as listed
+
+
 async def _earliest(tps: Any) -> dict[Any, int]:
     return {tp: 0 for tp in tps}
 
