@@ -72,22 +72,12 @@ class ReadAheadRecovery(Recovery):
     """Faust's recovery that waits for its tables' read-aheads before it builds the offsets its reading starts at,
     and starts each changelog partition after what they applied (the store's ``persisted_offset`` now).
 
-    Its highwaters are at least what the tables applied: a table's persisted offset is a record the broker
-    acknowledged (its own write) or served (a restore), so a highwater below it is one the embedded broker could
-    not list in time (docs/known-issues.md, "A partition the embedded broker cannot list in time"). Right after a
+    Its highwaters are then raised to at least what the tables applied, read after their read-aheads and last
+    writes: a table's persisted offset is a record the broker acknowledged (its own write) or served (a restore),
+    so a highwater below it is one the embedded broker could not list in time (docs/known-issues.md, "A partition the embedded broker cannot list in time"). Right after a
     worker judged through a join and revoked, its newest changelog writes are milliseconds old; Faust's consistency
     check then took the listing's lag for lost data and crashed the worker (seen in ``ops.bench.handover --rounds
     9``: 6048 applied, 6045 listed)."""
-
-    async def _build_highwaters(self, consumer: Any, tps: Any, destination: Any, title: str) -> None:
-        await super()._build_highwaters(consumer, tps, destination, title)
-        for tp in tps:
-            table = self.tp_to_table.get(tp)
-            applied = None if table is None else table.persisted_offset(tp)
-            if applied is not None and destination[tp] is not None and applied > destination[tp]:
-                log.info("%s[%d]: the broker lists up to %d, the table applied %d: its highwater is %d",
-                         tp.topic, tp.partition, destination[tp], applied, applied)  # fmt: skip
-                destination[tp] = applied
 
     async def _build_offsets(self, consumer: Any, tps: Any, destination: Any, title: str) -> None:
         await asyncio.gather(*(reading.done() for reading in readings(self.tables.values())))
@@ -97,3 +87,9 @@ class ReadAheadRecovery(Recovery):
             if applied is not None and (destination[tp] is None or applied > destination[tp]):
                 destination[tp] = applied
         await super()._build_offsets(consumer, tps, destination, title)
+        highwaters = self.active_highwaters if title == "active" else self.standby_highwaters
+        for tp in tps:
+            if destination[tp] is not None and highwaters.get(tp) is not None and destination[tp] > highwaters[tp]:
+                log.info("%s[%d]: the broker lists up to %d, the table applied %d: its highwater is %d",
+                         tp.topic, tp.partition, highwaters[tp], destination[tp], destination[tp])  # fmt: skip
+                highwaters[tp] = destination[tp]

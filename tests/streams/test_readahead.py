@@ -75,14 +75,12 @@ async def test_a_highwater_the_broker_lists_below_what_a_table_applied_is_raised
     store.set_persisted_offset(ahead, 6048)  # acknowledged writes of this worker
     store.set_persisted_offset(behind, 10)
 
-    async def highwaters(*tps: Any) -> dict[Any, int]:
-        return {ahead: 6046, behind: 21}  # end offsets: the last listed record is 6045 and 20
-
-    consumer = SimpleNamespace(highwaters=highwaters)
-    found: Counter[Any] = Counter()
-    await recovery._build_highwaters(consumer, {ahead, behind}, found, "active")
-    assert found[ahead] == 6048  # raised to what was applied
-    assert found[behind] == 20  # as listed
+    recovery.active_highwaters.update({ahead: 6045, behind: 20})  # as listed: the last record 6045 and 20
+    consumer = SimpleNamespace(earliest_offsets=lambda *tps: _earliest(tps))
+    offsets: Counter[Any] = Counter()
+    await recovery._build_offsets(consumer, {ahead, behind}, offsets, "active")
+    assert offsets[ahead] == 6048 and recovery.active_highwaters[ahead] == 6048  # raised to what was applied
+    assert offsets[behind] == 10 and recovery.active_highwaters[behind] == 20  # as listed
 
 
 async def _earliest(tps: Any) -> dict[Any, int]:

@@ -85,7 +85,6 @@ OVERRIDDEN: tuple[tuple[str, str, str], ...] = (
     # streams.runtime.readahead (the table manager's own steps, overridden by streams.runtime.faust_app, are
     # reached through .tables)
     ("faust.tables.recovery:Recovery", "_build_offsets", "method"),
-    ("faust.tables.recovery:Recovery", "_build_highwaters", "method"),
 )
 
 #: (owner, name, kind): ``owner`` is ``module:Class``, ``module:Class.function`` or ``module``; ``kind`` is
