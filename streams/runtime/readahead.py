@@ -74,10 +74,11 @@ class ReadAheadRecovery(Recovery):
 
     Its highwaters are then raised to at least what the tables applied, read after their read-aheads and last
     writes: a table's persisted offset is a record the broker acknowledged (its own write) or served (a restore),
-    so a highwater below it is one the embedded broker could not list in time (docs/known-issues.md, "A partition the embedded broker cannot list in time"). Right after a
-    worker judged through a join and revoked, its newest changelog writes are milliseconds old; Faust's consistency
-    check then took the listing's lag for lost data and crashed the worker (seen in ``ops.bench.handover --rounds
-    9``: 6048 applied, 6045 listed)."""
+    so a highwater below it is one the embedded broker could not list in time (docs/known-issues.md, "Faust's
+    consistency check crashed a worker that had just judged through a join"). Right after a worker judged through
+    a join and revoked, its newest changelog writes are milliseconds old; Faust's consistency check took the
+    listing's lag for lost data and crashed the worker (``ops.bench.handover --rounds 9``: 6048 applied, 6045
+    listed)."""
 
     async def _build_offsets(self, consumer: Any, tps: Any, destination: Any, title: str) -> None:
         await asyncio.gather(*(reading.done() for reading in readings(self.tables.values())))
