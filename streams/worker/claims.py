@@ -56,13 +56,8 @@ class PartitionClaims:
         self._newest = 0  # the number of the newest claim written: an older one arriving later is dropped
 
     def holds(self, partitions: frozenset[str]) -> bool:
-        lock = self.watch.lock
-        return (
-            self._written is not None
-            and self._written == (partitions, lock)
-            and lock is not None
-            and not lock.connection.is_closed()
-        )
+        lock = self.watch.held_lock()
+        return lock is not None and self._written == (partitions, lock)
 
     async def claim(self, partitions: frozenset[str]) -> bool:
         """Tried :data:`CLAIM_TRIES` times: a claim not written leaves a partition this worker released claimed
@@ -88,16 +83,14 @@ class PartitionClaims:
         return False
 
     async def _claim(self, partitions: frozenset[str], number: int) -> bool:
-        lock = self.watch.lock
-        if lock is None or lock.connection.is_closed():
+        if (lock := self.watch.held_lock()) is None:
             self._written = None
             return False
-        async with asyncio.timeout(CLAIM_BOUND_S):
-            async with self.watch.busy:
-                if number < self._newest:  # a later claim is written already (the watch's, read before a join's)
-                    return False
-                await lock.claim(sorted(partitions))
-                self._newest = number
+        async with asyncio.timeout(CLAIM_BOUND_S), self.watch.busy:
+            if number < self._newest:  # a later claim is written already (the watch's, read before a join's)
+                return False
+            await lock.claim(sorted(partitions))
+            self._newest = number
         self._written = (partitions, lock)
         return True
 
@@ -115,8 +108,7 @@ class PartitionClaims:
         try:
             while True:
                 try:
-                    lock = self.watch.lock
-                    if lock is None or lock.connection.is_closed():
+                    if (lock := self.watch.held_lock()) is None:
                         own = own or await connect(self.watch.settings.database(), CLAIM_BOUND_S)
                     if own is None and lock is not None:
                         claimed = await self._claimed(lock.connection, True, group, partitions)
@@ -155,10 +147,9 @@ class PartitionClaims:
 
     async def _unclaim(self) -> None:
         self._written = None
-        if (lock := self.watch.lock) is not None and not lock.connection.is_closed():
-            async with asyncio.timeout(CLAIM_BOUND_S):
-                async with self.watch.busy:
-                    await lock.unclaim()
+        if (lock := self.watch.held_lock()) is not None:
+            async with asyncio.timeout(CLAIM_BOUND_S), self.watch.busy:
+                await lock.unclaim()
 
     def rejoining(self) -> None:
         news = self.watch.rebalancing()

@@ -103,6 +103,11 @@ class PeerWatch:
         """Held for each operation on the connection (one at a time)."""
         return self._busy
 
+    def held_lock(self) -> PeerLock | None:
+        """The registration's lock while its connection is open (None: not registered yet, or the database away)."""
+        lock = self.lock
+        return lock if lock is not None and not lock.connection.is_closed() else None
+
     def group_id(self) -> str | None:
         return faust_private.group_of(self._consumer())
 
@@ -231,7 +236,7 @@ class PeerWatch:
     async def _announce(self) -> None:
         try:
             async with asyncio.timeout(ANNOUNCE_BOUND_S):
-                if (lock := self.lock) is not None and not lock.connection.is_closed():
+                if (lock := self.held_lock()) is not None:
                     async with self._busy:
                         await lock.announce()
         except Exception as exc:  # the peers' heartbeats tell them a moment later

@@ -113,6 +113,7 @@ async def test_a_new_owner_on_the_consumer_thread_waits_for_the_old_owners_relea
     owner, taker = [await _hold(stack, group, m) for m in ("m-owner", "m-taker")]
     watch = SimpleNamespace(lock=taker, busy=asyncio.Lock(), token=taker.token, group_id=lambda: group,
                             settings=SimpleNamespace(database=lambda: stack.database.url))  # fmt: skip
+    watch.held_lock = lambda: watch.lock  # the registration's lock (PeerWatch.held_lock)
     claims = PartitionClaims(watch, asyncio.get_running_loop())  # type: ignore[arg-type]
     gets = frozenset({"drafts:1", "drafts:2"})
 
@@ -145,6 +146,7 @@ async def test_a_claim_asked_for_before_the_worker_registered_is_written_once_it
     lock = await _hold(stack, group, "m-new")
     other = await _hold(stack, group, "m-other")
     watch = SimpleNamespace(lock=None, busy=asyncio.Lock(), token=lock.token, group_id=lambda: group)
+    watch.held_lock = lambda: watch.lock  # the registration's lock (PeerWatch.held_lock)
     claims = PartitionClaims(watch, asyncio.get_running_loop())  # type: ignore[arg-type]
     try:
         assert not await claims.claim(frozenset({"drafts:0"}))  # not registered yet: nothing written
