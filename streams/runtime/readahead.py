@@ -34,17 +34,30 @@ class Reading:
 
     def __init__(self) -> None:
         self._task: asyncio.Future[None] | None = None
+        self._released = asyncio.Event()
 
     async def start(self, read: Callable[[], Awaitable[None]], name: str) -> None:
         """Cancel a read still going, then start ``read()`` of changelog ``name`` (it runs on; :meth:`done` waits
-        for it)."""
+        for it, or until it calls :meth:`release`)."""
         await self.cancel()
+        self._released = asyncio.Event()
         self._task = asyncio.ensure_future(_logged(read, name))
 
+    def release(self) -> None:
+        """The read goes on, but Faust's recovery need not wait for the rest of it: :meth:`done` returns (a read
+        behind the recovery, :meth:`streams.runtime.restore_store.RestoreStore.restored`)."""
+        self._released.set()
+
     async def done(self) -> None:
-        """Wait until the current read has ended (a cancellation of the caller does not cancel the read)."""
-        if self._task is not None:
-            await asyncio.wait({self._task})
+        """Wait until the current read has ended or released the recovery (a cancellation of the caller does not
+        cancel the read)."""
+        if (task := self._task) is None:
+            return
+        released: asyncio.Future[Any] = asyncio.ensure_future(self._released.wait())
+        try:
+            await asyncio.wait({task, released}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            released.cancel()
 
     async def cancel(self) -> None:
         task, self._task = self._task, None

@@ -22,6 +22,11 @@ The mechanism here, used on every broker unless ``DRIFT_RESTORE_WINDOW_S=0``:
   seconds), nor those of drafts before the committed offsets when a checkpoint says where those end
   (:mod:`streams.runtime.redelivery`); pending attempts are read back at least ``DRIFT_PENDING_TTL_S``, after
   which they expire anyway.
+* **Pending attempts are read behind the recovery.** Their tail is the longest (an hour of retried drafts, and
+  a draft asked to retry and never retried stays for all of it), and only a draft's later attempt needs its
+  entry. So Faust's recovery waits only until that tail's end offsets are known and starts after them; the
+  worker is ready and judges first attempts while the tail is read and applied, and a later attempt of a
+  partition still being read waits for it (a newer write of a key wins over the tail's records of it).
   Windowed action counts older than the window restart from what the window holds (an evaluation may come
   later, never twice).
 
@@ -64,7 +69,8 @@ FETCH_WAIT_MS = 500
 KEEP_WINDOWS = 2
 #: The table whose entries are rebuilt from the record after a restore.
 SEEDED_TABLE = "recent-messages"
-#: The table whose tail is at least the pending TTL.
+#: The table whose tail is at least the pending TTL, read behind Faust's recovery: only a draft's later attempt
+#: needs its entry, and it waits for it (:meth:`streams.runtime.restore_store.RestoreStore.restored`).
 PENDING_TABLE = "pending-attempts"
 #: What a restore read meets once the plan has closed (the worker stops).
 STOPPING = "the worker is stopping: no restore reads"
@@ -177,23 +183,27 @@ class RestorePlan:
             return {}
         return {p: offset for p, offset in later.items() if offset > starts.get(p, -1)}
 
-    async def read_tails(self, topic: str, starts: dict[int, int | None]) -> dict[int, list[tails.ChangelogMessage]]:
+    async def read_tails(
+        self, topic: str, starts: dict[int, int | None], ends_known: tails.EndsKnown | None = None
+    ) -> dict[int, list[tails.ChangelogMessage]]:
         """The records of ``topic``'s partitions from each start (None: the beginning) to their end (see
-        :mod:`streams.runtime.tails`), within ``READ_ON_S`` (:mod:`streams.runtime.readahead`: Faust's recovery
-        waits for it). Nothing (Faust's recovery reads them) when it takes longer, and for the other tables of the
-        next seconds (a broker that does not answer)."""
+        :mod:`streams.runtime.tails`; ``ends_known`` is told those ends first), within ``READ_ON_S``
+        (:mod:`streams.runtime.readahead`: Faust's recovery waits for it). Nothing (Faust's recovery reads them)
+        when it takes longer, and for the other tables of the next seconds (a broker that does not answer)."""
         if time.monotonic() < self._read_ahead_off_until:
             return {}
         try:
             async with asyncio.timeout(READ_ON_S):
-                return await self._read(topic, starts)
+                return await self._read(topic, starts, ends_known)
         except TimeoutError:
             self._read_ahead_off_until = time.monotonic() + 2 * LOOKUP_WAIT_S
             log.warning("%s: changelog tails not read within %.0f s; Faust's recovery reads them", topic, READ_ON_S)
             return {}
 
-    async def _read(self, topic: str, starts: dict[int, int | None]) -> dict[int, list[tails.ChangelogMessage]]:
-        return await tails.read_tails(await self.consumer(topic), topic, starts)
+    async def _read(
+        self, topic: str, starts: dict[int, int | None], ends_known: tails.EndsKnown | None
+    ) -> dict[int, list[tails.ChangelogMessage]]:
+        return await tails.read_tails(await self.consumer(topic), topic, starts, ends_known)
 
     def window_s(self, topic: str) -> float:
         """How much tail a restore of changelog ``topic`` reads: ``DRIFT_RESTORE_WINDOW_S``; pending attempts at

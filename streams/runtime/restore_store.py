@@ -4,7 +4,9 @@ worker's :class:`~streams.runtime.restore.RestorePlan` says (:mod:`streams.runti
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Any
 
 from faust.stores import STORES
@@ -13,7 +15,7 @@ from mode import Service
 
 from streams.runtime import tails
 from streams.runtime.readahead import Reading
-from streams.runtime.restore import SEEDED_TABLE, RestorePlan
+from streams.runtime.restore import PENDING_TABLE, SEEDED_TABLE, RestorePlan
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,10 @@ class RestoreStore(MemoryStore[Any, Any]):
         self.failed: set[int] = set()  # partitions a changelog record of this worker failed to reach since then
         self.written: dict[int, int] = {}  # partition -> the last changelog offset known to be in memory
         self.reading = Reading()  # the moved partitions' read-ahead (streams.runtime.readahead)
+        self.behind: dict[int, int] = {}  # partition -> the last offset of its tail read behind the recovery
+        self._fresh: set[Any] = set()  # keys written directly meanwhile: newer than the tail's records of them
+        self._caught_up = asyncio.Event()  # nothing is read behind the recovery
+        self._caught_up.set()
 
     @property
     def topic(self) -> str:
@@ -58,6 +64,8 @@ class RestoreStore(MemoryStore[Any, Any]):
 
     def note_partition(self, key: Any, partition: int | None) -> None:
         """``key`` was written for ``partition`` (None: deleted)."""
+        if self.behind:
+            self._fresh.add(key)
         if partition is None:
             self.partition_of.pop(key, None)
         else:
@@ -67,6 +75,8 @@ class RestoreStore(MemoryStore[Any, Any]):
         """The last offset of ``tp`` already in memory: Faust applies the records after it. A partition this
         worker keeps across the rebalance is in memory up to its end, a moved one up to its read-ahead; any other
         starts after its checkpoint."""
+        if (behind := self.behind.get(tp.partition)) is not None:  # read behind the recovery: Faust starts after
+            return max(behind, self.written.get(tp.partition, -1))
         if (written := self.written.get(tp.partition)) is not None:
             return written
         start = self.starts.get(tp.partition)
@@ -103,23 +113,72 @@ class RestoreStore(MemoryStore[Any, Any]):
         if plan is None:
             return
         moved = {tp.partition for tp in assigned if tp.topic == self.topic} - set(self.written)
+        began = time.monotonic()
         try:
             self.starts = await plan.start_offsets(self.topic, moved)
         except Exception:  # the broker or the database failed: replay whole changelogs (slower, never wrong)
             log.exception("no restore checkpoints for %s; restoring from the beginning", self.topic)
             self.starts = {}
             return
-        await self.reading.start(lambda: self._read_ahead(plan, moved), self.topic)  # goes on past the callback
+        looked_up = time.monotonic() - began
+        read = self._read_behind if self.table.name == PENDING_TABLE else self._read_ahead
+        await self.reading.start(lambda: read(plan, moved, looked_up), self.topic)  # goes on past the callback
 
-    async def _read_ahead(self, plan: RestorePlan, partitions: set[int]) -> None:
+    async def _read_ahead(self, plan: RestorePlan, partitions: set[int], looked_up: float) -> None:
         """Apply the changelog tails of ``partitions`` (from their checkpoints) read with the plan's own consumer,
         through the table as Faust's restore would (:mod:`streams.runtime.tails`); the store notes the offsets
         applied (:meth:`apply_changelog_batch`), where Faust's recovery then starts."""
+        began = time.monotonic()
         found = await plan.read_tails(self.topic, {p: self.starts.get(p) for p in partitions})
+        read = time.monotonic() - began
         for messages in found.values():
             if messages:
                 events: Any = tails.changelog_events(messages)  # Faust's EventT, as far as a restore reads it
                 self.table.apply_changelog_batch(events)
+        if partitions:
+            applied = time.monotonic() - began - read
+            log.info("%s: restore starts looked up in %.2f s, %d record(s) read in %.2f s and applied in %.2f s",
+                     self.topic, looked_up, sum(map(len, found.values())), read, applied)  # fmt: skip
+
+    async def _read_behind(self, plan: RestorePlan, partitions: set[int], looked_up: float) -> None:
+        """:meth:`_read_ahead`, but Faust's recovery waits only until the tails' end offsets are known and starts
+        after them (:attr:`behind`): the worker judges while the records before are read and applied. A key
+        written directly meanwhile keeps its newer value. A read that does not end (a next rebalance, the
+        broker) leaves its partitions to be read again at the next rebalance (:attr:`failed`)."""
+        began, ended = time.monotonic(), False
+
+        def ends_known(ends: dict[int, int]) -> None:
+            self.behind = {p: end - 1 for p, end in ends.items()}
+            if self.behind:
+                self._caught_up.clear()
+            self.reading.release()
+
+        try:
+            found = await plan.read_tails(self.topic, {p: self.starts.get(p) for p in partitions}, ends_known)
+            for messages in found.values():
+                events: Any = [e for e in tails.changelog_events(messages) if e.key not in self._fresh]
+                if events:
+                    self.table.apply_changelog_batch(events)
+            ended = bool(found) or not self.behind
+        finally:
+            if not ended:
+                log.warning("%s: the tails of partitions %s not read; a later attempt of their drafts counts the "
+                            "earlier ones as unknown", self.topic, sorted(self.behind))  # fmt: skip
+                self.failed.update(self.behind)
+            self.behind, self._fresh = {}, set()
+            self._caught_up.set()
+        log.info("%s: restore starts looked up in %.2f s, %d record(s) read and applied behind the recovery in "
+                 "%.2f s", self.topic, looked_up, sum(map(len, found.values())), time.monotonic() - began)  # fmt: skip
+
+    def restoring(self, partition: int) -> bool:
+        """Is ``partition``'s changelog tail being read behind the recovery?"""
+        return partition in self.behind
+
+    async def restored(self, partition: int) -> None:
+        """Return once ``partition``'s changelog tail read behind the recovery is in memory (at once when none
+        is being read; a read that fails or is cancelled ends the wait too, with what was applied)."""
+        while partition in self.behind:
+            await self._caught_up.wait()
 
     def _retained(self, assigned: Any, newly_assigned: Any) -> set[int]:
         """The partitions this worker keeps, whose memory is whole: owned before and after the rebalance (Faust's

@@ -113,6 +113,19 @@ class DirectTable(MutableMapping[str, Any]):
     def __len__(self) -> int:
         return len(self._store)
 
+    def restoring(self, partition: int | None) -> bool:
+        """Is ``partition``'s changelog tail still being read into memory, behind Faust's recovery
+        (:meth:`streams.runtime.restore_store.RestoreStore.restored`)?"""
+        restoring = getattr(self._store, "restoring", None)
+        return partition is not None and restoring is not None and bool(restoring(partition))
+
+    async def restored(self, partition: int | None) -> None:
+        """Return once ``partition``'s changelog tail is in memory (at once unless it is read behind the
+        recovery)."""
+        restored = getattr(self._store, "restored", None)
+        if partition is not None and restored is not None:
+            await restored(partition)
+
     def at(self, partition: int | None) -> PartitionWrites:
         """This table as written on behalf of a record of source ``partition`` (its changelog partition)."""
         return PartitionWrites(self, partition)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from streams.wire.kafka import true_end_offsets
 
 log = logging.getLogger(__name__)
+
+#: Told, before a tail is read, the end offset of each partition it reads to.
+EndsKnown = Callable[[dict[int, int]], None]
 
 
 @dataclass(frozen=True)
@@ -45,13 +48,16 @@ class ChangelogEvent:
 
 
 async def read_tails(
-    consumer: AIOKafkaConsumer, topic: str, starts: Mapping[int, int | None]
+    consumer: AIOKafkaConsumer, topic: str, starts: Mapping[int, int | None], ends_known: EndsKnown | None = None
 ) -> dict[int, list[ChangelogMessage]]:
     """Every record of ``topic``'s partitions from each start offset (None: the first one held) to the end the
-    partition has now. It has no deadline of its own: the caller bounds it, end offsets and consumer start
-    included (:meth:`streams.runtime.restore.RestorePlan.read_tails`)."""
+    partition has now; ``ends_known`` is told those ends (of the partitions with records to read) before the
+    reading. It has no deadline of its own: the caller bounds it, end offsets and consumer start included
+    (:meth:`streams.runtime.restore.RestorePlan.read_tails`)."""
     ends = {tp.partition: end for tp, end in (await _ends(consumer, topic, starts)).items()}
     wanted = {p: TopicPartition(topic, p) for p, end in ends.items() if end > (starts[p] or 0)}
+    if ends_known is not None:
+        ends_known({p: ends[p] for p in wanted})
     out: dict[int, list[ChangelogMessage]] = {p: [] for p in wanted}
     if not wanted:
         return out

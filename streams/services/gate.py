@@ -248,6 +248,20 @@ async def judge_attempt(deps: GateDeps, draft: Draft) -> tuple[AttemptResult, Ga
     return result, decide(result, earlier, config)
 
 
+def earlier_attempts_restoring(pending: MutableMapping[str, Any], partition: int | None) -> bool:
+    """Is ``partition``'s ``pending-attempts`` tail still being read, behind Faust's recovery
+    (:mod:`streams.runtime.restore`)? A later attempt of its drafts then waits for it (plain mappings: never)."""
+    restoring = getattr(pending, "restoring", None)
+    return restoring is not None and bool(restoring(partition))
+
+
+async def earlier_attempts_restored(pending: MutableMapping[str, Any], partition: int | None) -> None:
+    """Return once ``partition``'s earlier attempts are in memory (at once unless they are being restored)."""
+    restored = getattr(pending, "restored", None)
+    if restored is not None:
+        await restored(partition)
+
+
 VERDICTS_KEPT = 50_000
 
 
@@ -314,6 +328,8 @@ async def process_draft(
     known = (deps.verdicts.get(draft.draft_id) or {}).get(str(draft.attempt))
     if known is not None:  # a redelivered attempt: the first verdict again, never a second judgement
         return await _emit(deps, draft, known, send)
+    if draft.attempt > 1:  # its earlier attempts may still be being restored (a restart, a rebalance)
+        await earlier_attempts_restored(deps.pending, partition)
     unknown = unknown_earlier_attempts(deps.pending, draft) if draft.attempt > 1 else 0
     result, decision = await judge_attempt(deps, draft)
     latency_ms = (time.monotonic() - received) * 1000.0

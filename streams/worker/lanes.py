@@ -24,7 +24,14 @@ from streams.runtime.dispatch import KeyedDispatcher
 from streams.runtime.history import record_key
 from streams.runtime.output import OutputBatch, all_delivered
 from streams.services.context import DeadLetter
-from streams.services.gate import GateDeps, Sender, TableWrites, process_draft, remember_commit
+from streams.services.gate import (
+    GateDeps,
+    Sender,
+    TableWrites,
+    earlier_attempts_restoring,
+    process_draft,
+    remember_commit,
+)
 from streams.wire.payloads import Draft, EvaluationRequest, Message, decode, encode
 
 log = logging.getLogger(__name__)
@@ -149,6 +156,15 @@ class GateLane:
         if deliveries is not None:
             ack_when_delivered(self.ack, [item[0]], deliveries)
 
+    def _queued(self, draft: Draft, partition: int) -> bool:
+        """Does ``draft`` go to its agent's queue rather than inline: the agent has drafts queued, needs the
+        judge, or this is a later attempt whose earlier ones are still being restored (it waits, not the lane)."""
+        if self.dispatcher.busy(draft.agent_id):
+            return True
+        if self.gate.configs.get(draft.agent_id, draft.agent_name).needs_judge:
+            return True
+        return draft.attempt > 1 and earlier_attempts_restoring(self.gate.pending, partition)
+
     async def _decode(self, message: Any) -> Draft | None:
         try:
             return keyed(message, Draft)
@@ -182,7 +198,7 @@ class GateLane:
         try:
             for message, draft in drafts:
                 item = (message, draft, received, self._tail)
-                if self.dispatcher.busy(draft.agent_id) or configs.get(draft.agent_id, draft.agent_name).needs_judge:
+                if self._queued(draft, message.partition):
                     await self.dispatcher.submit(draft.agent_id, item)
                 elif (sent := await self._judge(item, batch)) is not None:
                     inline.append(message)

@@ -28,8 +28,9 @@ class Record:
     topic: str = "drafts"
 
 
-def draft(n: int, agent: str = "michael", text: str | None = None) -> Record:
-    body = {"draft_id": f"d{n}", "agent_id": agent, "text": text or f"message number {n} about paper"}
+def draft(n: int, agent: str = "michael", text: str | None = None, attempt: int = 1) -> Record:
+    body = {"draft_id": f"d{n}", "agent_id": agent, "text": text or f"message number {n} about paper",
+            "attempt": attempt}  # fmt: skip
     return Record(agent.encode(), orjson.dumps(body), offset=n)
 
 
@@ -41,8 +42,11 @@ class FakeBatch:
     sent: list[tuple[str, bytes]] = field(default_factory=list)
     futures: list[asyncio.Future[Any]] = field(default_factory=list)
 
+    values: list[bytes | None] = field(default_factory=list)
+
     async def send(self, topic: str, key: bytes, value: bytes | None, partition: int | None = None) -> Any:
         self.sent.append((topic, key))
+        self.values.append(value)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.futures.append(future)
         return future
@@ -217,3 +221,41 @@ async def test_a_judged_draft_waits_for_the_link_before_it_not_for_later_ones() 
     assert idle.done() and not later.done()
     judged = [t for t, k in rt.batch.sent if k == b"oscar" and t == rt.deps.topics.verdicts]
     assert len(judged) == 1
+
+
+class RestoringPending(dict[str, Any]):
+    """The pending-attempts table while partition 0's changelog tail is read behind Faust's recovery."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tail_read = asyncio.Event()
+
+    def restoring(self, partition: int | None) -> bool:
+        return partition == 0 and not self.tail_read.is_set()
+
+    async def restored(self, partition: int | None) -> None:
+        if partition == 0:
+            await self.tail_read.wait()
+
+    def read_tail(self) -> None:
+        self["d1"] = [{"attempt": 1, "text": "the first try", "total_score": 2.0}]
+        self.tail_read.set()
+
+
+async def test_a_later_attempt_waits_for_its_earlier_ones_being_restored_and_first_attempts_do_not() -> None:
+    rt = FakeRuntime()
+    pending = rt.deps.pending = RestoringPending()
+    lane = rt.lane()
+    async with asyncio.timeout(5):  # the lane does not wait for the restore
+        await lane([draft(1, attempt=2), draft(2, "pam"), Record(b"kevin", draft(3, "kevin", attempt=2).value, 1)])
+        await lane.flushed()
+    verdicts = [orjson.loads(v or b"{}") for (t, _), v in zip(rt.batch.sent, rt.batch.values, strict=True)
+                if t == rt.deps.topics.verdicts]  # fmt: skip
+    assert {v["draft_id"] for v in verdicts} == {"d2", "d3"}  # pam's first attempt, kevin's of another partition
+    assert lane.dispatcher.busy("michael")  # waits in its agent's queue, not in the lane
+    pending.read_tail()
+    async with asyncio.timeout(5):
+        await lane.dispatcher.wait_idle()
+    verdicts = [orjson.loads(v or b"{}") for (t, k), v in zip(rt.batch.sent, rt.batch.values, strict=True)
+                if t == rt.deps.topics.verdicts and k == b"michael"]  # fmt: skip
+    assert len(verdicts) == 1 and verdicts[0]["unknown_earlier_attempts"] == 0  # decided with its first attempt

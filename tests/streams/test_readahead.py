@@ -14,7 +14,7 @@ from faust.types import TP
 from engine.settings import Settings
 from streams.runtime.faust_app import faust_app
 from streams.runtime.readahead import READ_ON_S, ReadAheadRecovery, Reading, readings
-from streams.runtime.restore import RestorePlan
+from streams.runtime.restore import PENDING_TABLE, RestorePlan
 from streams.runtime.restore_store import RestoreStore
 from streams.runtime.tails import ChangelogMessage
 from tests.streams.fakes import NothingToClose, no_skipped_batches
@@ -38,7 +38,9 @@ async def test_recovery_waits_for_a_read_ahead_that_outlasts_the_callback_and_st
     async def start_offsets(topic: str, partitions: Any) -> dict[int, int]:
         return {p: 0 for p in partitions}
 
-    async def read_tails(topic: str, starts: dict[int, int | None]) -> dict[int, list[ChangelogMessage]]:
+    async def read_tails(
+        topic: str, starts: dict[int, int | None], ends_known: Any = None
+    ) -> dict[int, list[ChangelogMessage]]:
         await released.wait()  # a long tail
         return {p: [ChangelogMessage(b'"k%d"' % i, b"[%d]" % i, p, i) for i in range(10)] for p in starts}
 
@@ -107,3 +109,74 @@ async def test_a_next_rebalance_cancels_a_read_still_going_and_a_failed_read_end
     async with asyncio.timeout(5):
         await reading.done()  # a failed read ends (logged); Faust's recovery reads the tail
     assert readings([SimpleNamespace(data=SimpleNamespace(reading=reading)), SimpleNamespace(data={})]) == [reading]
+
+
+async def test_pending_attempts_are_read_behind_the_recovery_and_a_newer_write_wins(tmp_path: Path) -> None:
+    """Faust's recovery waits only for the tail's end offsets; the worker judges meanwhile, a later attempt waits
+    for the tail (restored), and a key written directly during the read keeps its value."""
+    app = faust_app(Settings(data_dir=tmp_path, database_url=""), partitions=3, closing=NothingToClose(),
+                    skipped=no_skipped_batches)  # fmt: skip
+    table = app.Table(PENDING_TABLE, default=list)
+    store: Any = table.data
+    recovery: Any = app.tables.recovery  # type: ignore[attr-defined]
+    plan = RestorePlan(Settings(restore_window_s=900), no_database, partitions=3, kept=10)
+    released = asyncio.Event()
+
+    async def start_offsets(topic: str, partitions: Any) -> dict[int, int]:
+        return {p: 0 for p in partitions}
+
+    async def read_tails(topic: str, starts: dict[int, int | None], ends_known: Any = None) -> Any:
+        ends_known({1: 10})
+        await released.wait()  # a long tail
+        return {1: [ChangelogMessage(b'"k%d"' % i, b"[%d]" % i, 1, i) for i in range(10)]}
+
+    plan.start_offsets, plan.read_tails = start_offsets, read_tails  # type: ignore[method-assign]
+    app.restore = plan
+    tp = TP(store.topic, 1)
+    recovery.tp_to_table[tp] = table
+    await store.on_rebalance({tp}, set(), {tp})
+    offsets: Counter[Any] = Counter({tp: store.persisted_offset(tp)})
+    consumer = SimpleNamespace(earliest_offsets=lambda *tps: _earliest(tps))
+    async with asyncio.timeout(5):
+        await recovery._build_offsets(consumer, {tp}, offsets, "active")  # not waiting for the records
+    assert offsets[tp] == 9 and "k3" not in store  # Faust reads nothing: it starts after the tail
+    waiter = asyncio.ensure_future(store.restored(1))
+    await store.restored(0)  # another partition: at once
+    store.note_partition("k5", 1)
+    store.data["k5"] = ["written meanwhile"]  # a direct write during the read
+    await asyncio.sleep(0.01)
+    assert store.restoring(1) and not waiter.done()
+    released.set()
+    async with asyncio.timeout(5):
+        await waiter
+    assert store["k3"] == [3] and store["k5"] == ["written meanwhile"] and not store.restoring(1)
+
+
+async def test_a_read_behind_the_recovery_that_does_not_end_is_read_again_at_the_next_rebalance(
+    tmp_path: Path,
+) -> None:
+    app = faust_app(Settings(data_dir=tmp_path, database_url=""), partitions=3, closing=NothingToClose(),
+                    skipped=no_skipped_batches)  # fmt: skip
+    store: Any = app.Table(PENDING_TABLE, default=list).data
+    plan = RestorePlan(Settings(restore_window_s=900), no_database, partitions=3, kept=10)
+    reads: list[dict[int, int | None]] = []
+
+    async def start_offsets(topic: str, partitions: Any) -> dict[int, int]:
+        return {p: 0 for p in partitions}
+
+    async def read_tails(topic: str, starts: dict[int, int | None], ends_known: Any = None) -> Any:
+        reads.append(starts)
+        ends_known({p: 10 for p in starts})
+        await asyncio.sleep(3600)  # a broker that stopped answering, until the next rebalance
+
+    plan.start_offsets, plan.read_tails = start_offsets, read_tails  # type: ignore[method-assign]
+    app.restore = plan
+    tps = {TP(store.topic, 1), TP(store.topic, 2)}
+    await store.on_rebalance(tps, set(), tps)
+    await store.reading.done()
+    await store.on_recovery_completed(tps, set())
+    waiter = asyncio.ensure_future(store.restored(2))
+    await store.on_rebalance(tps, set(), set())  # both kept, but their memory is not whole: read again
+    assert reads[-1] == {1: 0, 2: 0}
+    async with asyncio.timeout(5):
+        await waiter  # the cancelled read ended the wait

@@ -115,7 +115,9 @@ async def test_a_kept_partition_is_not_restored_again_unless_its_memory_may_diff
 
     read: list[dict[int, int | None]] = []
 
-    async def read_tails(topic: str, starts: dict[int, int | None]) -> dict[int, list[ChangelogMessage]]:
+    async def read_tails(
+        topic: str, starts: dict[int, int | None], ends_known: Any = None
+    ) -> dict[int, list[ChangelogMessage]]:
         read.append(starts)  # partition 2's tail holds two records: read ahead, Faust starts after them
         return {p: [ChangelogMessage(b'"k2"', b"[1]", 2, 5), ChangelogMessage(b'"k2"', b"[1,2]", 2, 6)]
                 if p == 2 else [] for p in starts}  # fmt: skip
@@ -213,7 +215,9 @@ async def test_the_tables_prepare_their_restores_side_by_side(tmp_path: Path, mo
     async def start_offsets(topic: str, partitions: Any) -> dict[int, int]:
         return {p: 0 for p in partitions}
 
-    async def read_tails(topic: str, starts: dict[int, int | None]) -> dict[int, list[ChangelogMessage]]:
+    async def read_tails(
+        topic: str, starts: dict[int, int | None], ends_known: Any = None
+    ) -> dict[int, list[ChangelogMessage]]:
         begun.add(topic)
         if len(begun) == len(stores):
             everyone.set()

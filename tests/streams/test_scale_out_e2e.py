@@ -53,12 +53,20 @@ async def test_two_workers_share_partitions_and_hand_over_state(scenario: Scenar
         assert {v.outcome for v in verdicts} == {"passed"}
         shares = [stats_of(first)["attempts"], stats_of(second)["attempts"]]
         assert sum(shares) == len(agents) and min(shares) > 0, f"partitions not shared: {shares}"
+        retried = await asyncio.gather(  # each a repeat: asked to retry, its attempt pending on its owner
+            *(gate.check(agent_id=a, text=t, draft_id=f"{a}-r") for a, t in zip(agents, originals, strict=True))
+        )
+        assert {v.decision for v in retried} == {"retry"}
 
         first.stop()  # graceful: its partitions and their table state move to the second worker
         during = [gate.check(agent_id=a, text=f"{a} asks about the break room schedule") for a in agents]
         again = [gate.check(agent_id=a, text=t) for a, t in zip(agents, originals, strict=True)]
         results = await asyncio.gather(*during)
         repeats = await asyncio.gather(*again)
+        later = await asyncio.gather(  # the second attempts, all judged by the second worker
+            *(gate.check(agent_id=a, text=f"{a} orders toner for the printer", draft_id=f"{a}-r", attempt=2)
+              for a in agents)
+        )  # fmt: skip
 
     assert len(results) == len(agents) and all(r.decision == "commit" for r in results)
     # the recent-messages table moved: every repeat is caught, including agents the first worker owned
@@ -67,6 +75,8 @@ async def test_two_workers_share_partitions_and_hand_over_state(scenario: Scenar
     ]
     assert {r.similarity.most_similar for r in repeats if r.similarity} == set(originals)
     assert stats_of(second)["attempts"] >= 2 * len(agents)
+    # pending-attempts moved too (read behind the second worker's recovery): every second attempt knew its first
+    assert [(r.decision, r.committed_attempt, r.unknown_earlier_attempts) for r in later] == [("commit", 2, 0)] * 12
     stopped = [line for line in first.log_path.read_text().splitlines() if line.startswith(f"drift: {STOPPED}")]
     assert len(stopped) == 1 and "group leave" in stopped[0], stopped  # where its stop went, in one line
 
