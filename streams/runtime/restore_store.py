@@ -113,16 +113,22 @@ class RestoreStore(MemoryStore[Any, Any]):
         if plan is None:
             return
         moved = {tp.partition for tp in assigned if tp.topic == self.topic} - set(self.written)
+        self.starts = {}  # looked up after the callback (_restore): Faust's recovery waits for that
+        await self.reading.start(lambda: self._restore(plan, moved), self.topic)  # goes on past the callback
+
+    async def _restore(self, plan: RestorePlan, moved: set[int]) -> None:
+        """Look up where the tails of the ``moved`` partitions start, then read them (behind the recovery for
+        pending attempts). Both happen after the rebalance callback, beside Faust's own preparations (its
+        highwaters); a failed lookup leaves Faust's recovery to replay whole changelogs (slower, never wrong)."""
         began = time.monotonic()
         try:
             self.starts = await plan.start_offsets(self.topic, moved)
-        except Exception:  # the broker or the database failed: replay whole changelogs (slower, never wrong)
+        except Exception:  # the broker or the database failed
             log.exception("no restore checkpoints for %s; restoring from the beginning", self.topic)
             self.starts = {}
             return
-        looked_up = time.monotonic() - began
         read = self._read_behind if self.table.name == PENDING_TABLE else self._read_ahead
-        await self.reading.start(lambda: read(plan, moved, looked_up), self.topic)  # goes on past the callback
+        await read(plan, moved, time.monotonic() - began)
 
     async def _read_ahead(self, plan: RestorePlan, partitions: set[int], looked_up: float) -> None:
         """Apply the changelog tails of ``partitions`` (from their checkpoints) read with the plan's own consumer,

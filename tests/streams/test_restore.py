@@ -269,10 +269,14 @@ def test_a_verdict_records_restore_keeps_the_window_when_committed_offsets_canno
     async def database(timeout_s: float | None) -> Any:
         return Database()
 
+    checked: list[Checkpoint] = []  # each one checked costs a fetch
+
     async def starts(committed: Any, topic: str = "p-drift-verdict-records-changelog") -> dict[int, int]:
         plan = RestorePlan(Settings(restore_window_s=900), database, partitions=3, kept=10)
+        checked.clear()
 
         async def valid(topic: str, found: list[Checkpoint]) -> dict[int, int]:
+            checked.extend(found)
             return {c.partition: c.end_offset for c in found}
 
         plan._valid, plan.drafts.committed = valid, committed  # type: ignore[method-assign]
@@ -289,11 +293,12 @@ def test_a_verdict_records_restore_keeps_the_window_when_committed_offsets_canno
         return {}
 
     assert asyncio.run(starts(committed)) == {0: 15, 1: 10}
+    assert sorted((c.partition, c.source_end) for c in checked) == [(0, 5), (1, None)]  # p0's window: not needed
     assert asyncio.run(starts(committed, "p-drift-pending-attempts-changelog")) == {0: 10, 1: 10}
     assert asyncio.run(starts(unreadable)) == {0: 10, 1: 10}
     assert "committed offsets not read (coordinator not available)" in caplog.text
     monkeypatch.setattr(redelivery_restore, "COMMITTED_WAIT_S", 0.05)
-    assert asyncio.run(starts(unanswered)) == {0: 10, 1: 10}  # bounded: this runs inside the rebalance callback
+    assert asyncio.run(starts(unanswered)) == {0: 10, 1: 10}  # bounded: Faust's recovery waits for it
     assert "committed offsets not read (TimeoutError)" in caplog.text
 
 
