@@ -152,16 +152,15 @@ class RestoreStore(MemoryStore[Any, Any]):
         written directly meanwhile keeps its newer value. A read that does not end (a next rebalance, the
         broker) leaves its partitions to be read again at the next rebalance (:attr:`failed`)."""
         began, ended = time.monotonic(), False
-        starts = {p: self.starts.get(p) for p in partitions}
 
-        def ends_known(ends: dict[int, int]) -> None:  # as reported: the read goes on to the true ends
-            self.behind = {p: max(end, starts.get(p) or 0) - 1 for p, end in ends.items()}
+        def ends_known(ends: dict[int, int]) -> None:
+            self.behind = {p: end - 1 for p, end in ends.items()}
             if self.behind:
                 self._caught_up.clear()
             self.reading.release()
 
         try:
-            found = await plan.read_tails(self.topic, starts, ends_known)
+            found = await plan.read_tails(self.topic, {p: self.starts.get(p) for p in partitions}, ends_known)
             for messages in found.values():
                 events: Any = [e for e in tails.changelog_events(messages) if e.key not in self._fresh]
                 if events:

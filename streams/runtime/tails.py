@@ -24,7 +24,7 @@ from streams.wire.kafka import true_end_offsets
 
 log = logging.getLogger(__name__)
 
-#: Told, before a tail is read, the end offset the broker reports for each partition.
+#: Told, before a tail is read, the end offset of each partition it reads to.
 EndsKnown = Callable[[dict[int, int]], None]
 
 
@@ -51,18 +51,14 @@ async def read_tails(
     consumer: AIOKafkaConsumer, topic: str, starts: Mapping[int, int | None], ends_known: EndsKnown | None = None
 ) -> dict[int, list[ChangelogMessage]]:
     """Every record of ``topic``'s partitions from each start offset (None: the first one held) to the end the
-    partition has now (an empty list where there is none). ``ends_known`` is told the end offsets the broker
-    reports, before the true ends are probed (a fetch: slow on a long partition of the embedded broker, which
-    reports the last batch's base + 1; the read goes on to the true end). It has no deadline of its own: the
-    caller bounds it, end offsets and consumer start included
+    partition has now; ``ends_known`` is told those ends (of the partitions with records to read) before the
+    reading. It has no deadline of its own: the caller bounds it, end offsets and consumer start included
     (:meth:`streams.runtime.restore.RestorePlan.read_tails`)."""
-    tps = [TopicPartition(topic, p) for p in sorted(starts)]
-    reported = await consumer.end_offsets(tps) if tps else {}
-    if ends_known is not None:
-        ends_known({tp.partition: end for tp, end in reported.items()})
-    ends = {tp.partition: end for tp, end in (await true_end_offsets(consumer, reported)).items()}
+    ends = {tp.partition: end for tp, end in (await _ends(consumer, topic, starts)).items()}
     wanted = {p: TopicPartition(topic, p) for p, end in ends.items() if end > (starts[p] or 0)}
-    out: dict[int, list[ChangelogMessage]] = {p: [] for p in starts}
+    if ends_known is not None:
+        ends_known({p: ends[p] for p in wanted})
+    out: dict[int, list[ChangelogMessage]] = {p: [] for p in wanted}
     if not wanted:
         return out
     consumer.assign(list(wanted.values()))
@@ -85,6 +81,11 @@ async def read_tails(
     finally:
         consumer.assign([])
     return out
+
+
+async def _ends(consumer: AIOKafkaConsumer, topic: str, partitions: Iterable[int]) -> dict[TopicPartition, int]:
+    tps = [TopicPartition(topic, p) for p in sorted(partitions)]
+    return await true_end_offsets(consumer, await consumer.end_offsets(tps)) if tps else {}
 
 
 def changelog_events(messages: Iterable[ChangelogMessage]) -> list[ChangelogEvent]:
