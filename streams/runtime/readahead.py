@@ -94,16 +94,34 @@ class ReadAheadRecovery(Recovery):
     listed)."""
 
     async def _build_offsets(self, consumer: Any, tps: Any, destination: Any, title: str) -> None:
-        await asyncio.gather(*(reading.done() for reading in readings(self.tables.values())))
+        # Faust asks for the earliest offsets next: beside the reads (the embedded broker lists every batch of a
+        # partition to answer, as long as a read's fetch on a long changelog)
+        earliest: asyncio.Future[Any] = asyncio.ensure_future(consumer.earliest_offsets(*tps))
+        try:
+            await asyncio.gather(*(reading.done() for reading in readings(self.tables.values())))
+        except BaseException:
+            earliest.cancel()
+            raise
         for tp in tps:
             table = self.tp_to_table.get(tp)
             applied = None if table is None else table.persisted_offset(tp)
             if applied is not None and (destination[tp] is None or applied > destination[tp]):
                 destination[tp] = applied
-        await super()._build_offsets(consumer, tps, destination, title)
+        answered: Any = _Answered(earliest)
+        await super()._build_offsets(answered, tps, destination, title)
         highwaters = self.active_highwaters if title == "active" else self.standby_highwaters
         for tp in tps:
             if destination[tp] is not None and highwaters.get(tp) is not None and destination[tp] > highwaters[tp]:
                 log.info("%s[%d]: the broker lists up to %d, the table applied %d: its highwater is %d",
                          tp.topic, tp.partition, highwaters[tp], destination[tp], destination[tp])  # fmt: skip
                 highwaters[tp] = destination[tp]
+
+
+class _Answered:
+    """Faust's consumer as its ``_build_offsets`` uses it, with the earliest offsets already asked for."""
+
+    def __init__(self, earliest: asyncio.Future[Any]) -> None:
+        self._earliest = earliest
+
+    async def earliest_offsets(self, *partitions: Any) -> Any:
+        return await self._earliest

@@ -52,11 +52,18 @@ async def test_recovery_waits_for_a_read_ahead_that_outlasts_the_callback_and_st
     assert store.persisted_offset(tp) is None  # what Faust's recovery reads in the callback: not looked up yet
     recovery = manager.recovery
     recovery.tp_to_table[tp] = table
-    consumer = SimpleNamespace(earliest_offsets=lambda *tps: _earliest(tps))
+    asked: list[Any] = []
+
+    async def earliest(*tps: Any) -> dict[Any, int]:
+        asked.append(tps)
+        return await _earliest(tps)
+
+    consumer = SimpleNamespace(earliest_offsets=earliest)
     offsets: Counter[Any] = Counter({tp: store.persisted_offset(tp)})
     build = asyncio.ensure_future(recovery._build_offsets(consumer, {tp}, offsets, "active"))
     await asyncio.sleep(0.05)
     assert not build.done()  # Faust's recovery waits for the read
+    assert asked == [(tp,)]  # ... with the earliest offsets asked for meanwhile (a listing on the embedded broker)
     released.set()
     async with asyncio.timeout(5):
         await build
