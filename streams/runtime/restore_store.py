@@ -151,9 +151,7 @@ class RestoreStore(MemoryStore[Any, Any]):
         after them (:attr:`behind`): the worker judges while the records before are read and applied. A key
         written directly meanwhile keeps its newer value. A read that does not end (a next rebalance, the
         broker) leaves its partitions to be read again at the next rebalance (:attr:`failed`)."""
-        began, ended = time.monotonic(), False
-
-        released = 0.0
+        began, ended, released = time.monotonic(), False, 0.0
 
         def ends_known(ends: dict[int, int]) -> None:
             nonlocal released
