@@ -137,10 +137,7 @@ class RestoreStore(MemoryStore[Any, Any]):
         began = time.monotonic()
         found = await plan.read_tails(self.topic, {p: self.starts.get(p) for p in partitions})
         read = time.monotonic() - began
-        for messages in found.values():
-            if messages:
-                events: Any = tails.changelog_events(messages)  # Faust's EventT, as far as a restore reads it
-                self.table.apply_changelog_batch(events)
+        self._apply(found)
         if partitions:
             applied = time.monotonic() - began - read
             log.info("%s: restore starts looked up in %.2f s, %d record(s) read in %.2f s and applied in %.2f s",
@@ -163,10 +160,7 @@ class RestoreStore(MemoryStore[Any, Any]):
 
         try:
             found = await plan.read_tails(self.topic, {p: self.starts.get(p) for p in partitions}, ends_known)
-            for messages in found.values():
-                events: Any = [e for e in tails.changelog_events(messages) if e.key not in self._fresh]
-                if events:
-                    self.table.apply_changelog_batch(events)
+            self._apply(found)
             ended = bool(found) or not self.behind
         finally:
             if not ended:
@@ -178,6 +172,14 @@ class RestoreStore(MemoryStore[Any, Any]):
         log.info("%s: restore starts looked up in %.2f s, the recovery released after %.2f s, %d record(s) read and "
                  "applied behind it in %.2f s", self.topic, looked_up, released, sum(map(len, found.values())),
                  time.monotonic() - began)  # fmt: skip
+
+    def _apply(self, found: dict[int, list[tails.ChangelogMessage]]) -> None:
+        """Apply the records read through the table, as Faust's restore would; a key written directly during a
+        read behind the recovery keeps its newer value (none is, outside one)."""
+        for messages in found.values():
+            events: Any = [e for e in tails.changelog_events(messages) if e.key not in self._fresh]  # Faust's EventT
+            if events:
+                self.table.apply_changelog_batch(events)
 
     def restoring(self, partition: int) -> bool:
         """Is ``partition``'s changelog tail being read behind the recovery?"""
